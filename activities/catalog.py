@@ -1,0 +1,395 @@
+"""The catalog: every tool declared once, with its options, validated when built.
+
+A ``ToolSpec`` names a tool, its argument and result models, the capabilities a call needs (a
+function of the validated arguments), its side-effect class and its timeouts. ``Catalog`` binds the
+specs to one deployment's settings: which tools are enabled, where they run, how long a task may
+wait for a worker, how many attempts a read may take. Bad options fail here, at worker start,
+rather than inside a running workflow where Temporal would retry the failing task forever.
+
+The catalog also plans calls (the ``plan`` local activity delegates here) and exports the
+model-facing tool definitions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import rfc8785
+from pydantic import BaseModel, ValidationError
+
+from activities.base import ToolArgs
+from activities.calculator import CalculatorArgs, CalculatorResult, MathTools
+from activities.clock import ClockTools, DateTimeArgs, DateTimeResult
+from activities.questions import AskUserArgs
+from activities.schema import strict_schema
+from workflows import policy
+from workflows.models import (
+    ActivityPlan,
+    AskUserOutput,
+    CallPlan,
+    CapabilityPolicy,
+    Effect,
+    ErrorCode,
+    PlanInput,
+    PlanOutcome,
+    SideEffect,
+    ToolError,
+)
+
+CAPABILITIES: Mapping[str, SideEffect] = {
+    "network.read": SideEffect.READ,
+    "network.write": SideEffect.WRITE,
+    "process.execute": SideEffect.WRITE,
+    "shell.execute": SideEffect.WRITE,
+    "git.read": SideEffect.READ,
+    "git.write": SideEffect.WRITE,
+    "user.interact": SideEffect.READ,
+    "filesystem.read": SideEffect.READ,
+    "filesystem.write": SideEffect.WRITE,
+    "filesystem.restore": SideEffect.WRITE,
+    "storage.read": SideEffect.READ,
+    "storage.write": SideEffect.WRITE,
+    "database.read": SideEffect.READ,
+    "calendar.read": SideEffect.READ,
+    "calendar.write": SideEffect.WRITE,
+    "email.read": SideEffect.READ,
+    "email.write": SideEffect.WRITE,
+    "email.send": SideEffect.WRITE,
+}
+"""Every capability the spec names, and whether granting it lets a call change the world."""
+
+MAX_READ_ATTEMPTS = 3
+DEFAULT_SCHEDULE_TO_START = timedelta(minutes=1)
+DEFAULT_QUESTION_TIMEOUT = timedelta(seconds=300)
+HEARTBEAT_REQUIRED_AFTER = timedelta(seconds=10)
+"""A tool allowed to run longer than this must heartbeat, or cancellation never reaches it."""
+MAX_PAYLOAD_BYTES = 1024 * 1024
+"""No activity result over this leaves a worker (Temporal rejects 2 MiB)."""
+
+_TOOL_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+Capabilities = Sequence[str] | Callable[[Any], Sequence[str]]
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """How long one attempt may run and how often it must heartbeat."""
+
+    start_to_close: timedelta
+    heartbeat: timedelta | None = None
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool, declared once.
+
+    ``family`` is the class whose method named after the tool executes it (and whose
+    ``prepare_<tool>`` method, if any, builds its approval preview); ``None`` means the workflow
+    itself runs the tool (``ask_user``).
+    """
+
+    name: str
+    description: str
+    arguments: type[ToolArgs]
+    result: type[BaseModel]
+    side_effect: SideEffect
+    capabilities: Capabilities
+    timeouts: Timeouts | None
+    family: type | None
+
+    def capabilities_for(self, args: ToolArgs) -> list[str]:
+        """The capabilities this particular call needs."""
+        caps = self.capabilities(args) if callable(self.capabilities) else self.capabilities
+        return sorted(set(caps))
+
+    @property
+    def has_prepare(self) -> bool:
+        return self.family is not None and hasattr(self.family, f"prepare_{self.name}")
+
+
+BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="calculator",
+        description=(
+            "Evaluate an arithmetic expression exactly: numbers, parentheses, unary signs and "
+            "+ - * / // % **. No names, functions or variables."
+        ),
+        arguments=CalculatorArgs,
+        result=CalculatorResult,
+        side_effect=SideEffect.PURE,
+        capabilities=(),
+        timeouts=Timeouts(start_to_close=timedelta(seconds=5)),
+        family=MathTools,
+    ),
+    ToolSpec(
+        name="current_datetime",
+        description="The current date and time in an IANA timezone (default UTC).",
+        arguments=DateTimeArgs,
+        result=DateTimeResult,
+        side_effect=SideEffect.PURE,
+        capabilities=(),
+        timeouts=Timeouts(start_to_close=timedelta(seconds=5)),
+        family=ClockTools,
+    ),
+    ToolSpec(
+        name="ask_user",
+        description=(
+            "Ask the user a question and wait for the answer. Suggested options never restrict "
+            "the answer. The result's status is answered, declined or timed_out; only answered "
+            "carries an answer, and none of them approves any other action."
+        ),
+        arguments=AskUserArgs,
+        result=AskUserOutput,
+        side_effect=SideEffect.PURE,
+        capabilities=("user.interact",),
+        timeouts=None,
+        family=None,
+    ),
+)
+
+DEFAULT_TOOLS = ("calculator", "current_datetime", "ask_user")
+"""Tools enabled when the deployment does not say: the ones that need no configuration."""
+
+
+class CatalogError(ValueError):
+    """The catalog or its settings are invalid; the message names the tool and the option."""
+
+
+@dataclass(frozen=True)
+class CatalogSettings:
+    """A deployment's choices about its tools."""
+
+    enabled: Sequence[str] = DEFAULT_TOOLS
+    task_queues: Mapping[str, str] = field(default_factory=dict)
+    """Tool name to task queue, for tools served by other workers; default the workflow's."""
+    schedule_to_start: timedelta = DEFAULT_SCHEDULE_TO_START
+    read_attempts: int = 1
+    """Attempts for ``read`` tools (transient errors only); at most ``MAX_READ_ATTEMPTS``."""
+    question_timeout: timedelta = DEFAULT_QUESTION_TIMEOUT
+    local_pure_tools: bool = True
+    """Run ``pure`` tools as local activities when this worker serves them."""
+    timeouts: Mapping[str, Timeouts] = field(default_factory=dict)
+    """Per-tool overrides of the declared timeouts."""
+
+
+def call_digest(tool: str, arguments: Mapping[str, Any]) -> str:
+    """sha256 of the RFC 8785 canonical JSON of ``{"tool": ..., "arguments": ...}``."""
+    canonical = rfc8785.dumps({"tool": tool, "arguments": dict(arguments)})
+    return hashlib.sha256(canonical).hexdigest()
+
+
+def default_ceiling() -> CapabilityPolicy:
+    """The ceiling when a deployment configures none: approval for every write capability."""
+    return CapabilityPolicy(
+        rules={
+            cap: Effect.REQUIRE_APPROVAL
+            for cap, kind in CAPABILITIES.items()
+            if kind is SideEffect.WRITE
+        },
+        default_effect=Effect.ALLOW,
+    )
+
+
+class Catalog:
+    """The enabled tools of one deployment, with validated options."""
+
+    def __init__(
+        self,
+        specs: Iterable[ToolSpec] = BUILTIN_TOOLS,
+        settings: CatalogSettings | None = None,
+    ) -> None:
+        self.settings = settings or CatalogSettings()
+        all_specs: dict[str, ToolSpec] = {}
+        for spec in specs:
+            if spec.name in all_specs:
+                raise CatalogError(f"tool {spec.name!r} is declared twice")
+            _validate_spec(spec)
+            all_specs[spec.name] = spec
+        unknown = [name for name in self.settings.enabled if name not in all_specs]
+        if unknown:
+            raise CatalogError(
+                f"unknown tools enabled: {', '.join(unknown)}; known: {', '.join(all_specs)}"
+            )
+        self._specs = {name: all_specs[name] for name in self.settings.enabled}
+        self._validate_settings()
+        self._options = {
+            name: self._activity_options(spec)
+            for name, spec in self._specs.items()
+            if spec.timeouts is not None
+        }
+
+    def _validate_settings(self) -> None:
+        s = self.settings
+        if not 1 <= s.read_attempts <= MAX_READ_ATTEMPTS:
+            raise CatalogError(f"read_attempts must be 1-{MAX_READ_ATTEMPTS}, not {s.read_attempts}")
+        if s.schedule_to_start <= timedelta(0):
+            raise CatalogError("schedule_to_start must be positive")
+        if s.question_timeout <= timedelta(0):
+            raise CatalogError("question_timeout must be positive")
+        for name in (*s.task_queues, *s.timeouts):
+            if name not in self._specs:
+                raise CatalogError(f"options given for {name!r}, which is not an enabled tool")
+        for name, queue in s.task_queues.items():
+            if not queue.strip():
+                raise CatalogError(f"{name}: task queue is empty")
+            if self._specs[name].family is None:
+                raise CatalogError(f"{name}: runs inside the workflow and has no task queue")
+        for name, timeouts in s.timeouts.items():
+            if self._specs[name].timeouts is None:
+                raise CatalogError(f"{name}: runs inside the workflow and has no timeouts")
+            _validate_timeouts(name, timeouts)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    def __iter__(self) -> Any:
+        return iter(self._specs.values())
+
+    def get(self, name: str) -> ToolSpec | None:
+        return self._specs.get(name)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._specs)
+
+    def options(self, name: str) -> ActivityPlan:
+        """The activity options of an enabled, activity-backed tool."""
+        return self._options[name]
+
+    def _activity_options(self, spec: ToolSpec) -> ActivityPlan:
+        assert spec.timeouts is not None
+        timeouts = self.settings.timeouts.get(spec.name, spec.timeouts)
+        attempts = self.settings.read_attempts if spec.side_effect is SideEffect.READ else 1
+        return ActivityPlan(
+            task_queue=self.settings.task_queues.get(spec.name),
+            start_to_close=timeouts.start_to_close,
+            schedule_to_start=self.settings.schedule_to_start,
+            heartbeat=timeouts.heartbeat,
+            maximum_attempts=attempts,
+        )
+
+    def plan(
+        self, request: PlanInput, ceiling: CapabilityPolicy, local_tools: frozenset[str]
+    ) -> PlanOutcome:
+        """Validate a call and fix everything about it that replay must not recompute."""
+        spec = self._specs.get(request.tool)
+        if spec is None:
+            return PlanOutcome(
+                error=ToolError(
+                    code=ErrorCode.UNKNOWN_TOOL,
+                    message=(
+                        f"unknown tool {request.tool[:64]!r}; "
+                        f"available: {', '.join(self._specs)}"
+                    ),
+                )
+            )
+        try:
+            args = spec.arguments.model_validate(request.arguments)
+        except ValidationError as exc:
+            return PlanOutcome(error=invalid_arguments(spec.name, exc))
+        arguments = args.model_dump(mode="json")
+        capabilities = spec.capabilities_for(args)
+        unknown = [cap for cap in capabilities if cap not in CAPABILITIES]
+        if unknown:
+            return PlanOutcome(
+                error=ToolError(
+                    code=ErrorCode.INTERNAL,
+                    message=f"{spec.name}: undeclared capabilities {', '.join(unknown)}",
+                )
+            )
+        activity: ActivityPlan | None = None
+        if spec.timeouts is not None:
+            activity = self._options[spec.name]
+            local = (
+                self.settings.local_pure_tools
+                and spec.side_effect is SideEffect.PURE
+                and spec.name in local_tools
+                and request.task_queue is None
+                and activity.task_queue is None
+            )
+            if local or request.task_queue is not None:
+                activity = activity.model_copy(
+                    update={"local": local, "task_queue": request.task_queue or activity.task_queue}
+                )
+        return PlanOutcome(
+            plan=CallPlan(
+                tool=spec.name,
+                arguments=arguments,
+                capabilities=capabilities,
+                side_effect=spec.side_effect,
+                ceiling=policy.evaluate(ceiling, spec.name, capabilities, policy.DEPLOYMENT),
+                digest=call_digest(spec.name, arguments),
+                activity=activity,
+                prepare=spec.has_prepare,
+                question_timeout=self.settings.question_timeout if spec.family is None else None,
+            )
+        )
+
+    def definitions(self) -> list[dict[str, Any]]:
+        """Model-facing definitions of every enabled tool: name, description, strict schema."""
+        return [
+            {
+                "name": spec.name,
+                "description": spec.description,
+                "input_schema": strict_schema(spec.arguments),
+            }
+            for spec in self._specs.values()
+        ]
+
+
+def invalid_arguments(tool: str, exc: ValidationError) -> ToolError:
+    """A ``ToolError`` naming every bad argument and what is wrong with it."""
+    problems = []
+    names: list[str] = []
+    for err in exc.errors(include_url=False):
+        loc = err["loc"]
+        name = str(loc[0]) if loc else ""
+        if name and name not in names:
+            names.append(name)
+        where = ".".join(str(part) for part in loc) or "arguments"
+        message = err["msg"].removeprefix("Value error, ")
+        problems.append(f"{where}: {message}")
+    return ToolError(
+        code=ErrorCode.INVALID_ARGUMENTS,
+        message=f"{tool}: invalid arguments: {'; '.join(problems)}",
+        fixable_args=names,
+    )
+
+
+def _validate_spec(spec: ToolSpec) -> None:
+    if not _TOOL_NAME.fullmatch(spec.name):
+        raise CatalogError(f"tool name {spec.name!r} must match {_TOOL_NAME.pattern}")
+    if not spec.description.strip():
+        raise CatalogError(f"{spec.name}: description is empty")
+    if not callable(spec.capabilities):
+        unknown = [cap for cap in spec.capabilities if cap not in CAPABILITIES]
+        if unknown:
+            raise CatalogError(f"{spec.name}: unknown capabilities {', '.join(unknown)}")
+    if (spec.family is None) != (spec.timeouts is None):
+        raise CatalogError(f"{spec.name}: an activity-backed tool needs both family and timeouts")
+    if spec.family is not None and not callable(getattr(spec.family, spec.name, None)):
+        raise CatalogError(f"{spec.name}: {spec.family.__name__} has no method {spec.name!r}")
+    if spec.timeouts is not None:
+        _validate_timeouts(spec.name, spec.timeouts)
+    try:
+        strict_schema(spec.arguments)
+    except ValueError as exc:
+        raise CatalogError(f"{spec.name}: arguments have no strict schema: {exc}") from None
+
+
+def _validate_timeouts(name: str, timeouts: Timeouts) -> None:
+    if timeouts.start_to_close <= timedelta(0):
+        raise CatalogError(f"{name}: start_to_close must be positive")
+    heartbeat = timeouts.heartbeat
+    if heartbeat is not None and not timedelta(0) < heartbeat < timeouts.start_to_close:
+        raise CatalogError(f"{name}: heartbeat must be positive and shorter than start_to_close")
+    if heartbeat is None and timeouts.start_to_close > HEARTBEAT_REQUIRED_AFTER:
+        raise CatalogError(
+            f"{name}: start_to_close over {HEARTBEAT_REQUIRED_AFTER.total_seconds():g}s "
+            "needs a heartbeat timeout"
+        )

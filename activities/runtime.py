@@ -1,0 +1,186 @@
+"""Turns the catalog into Temporal activities and guards every one of them.
+
+``ToolRuntime`` owns the ``plan`` local activity and, for each tool this worker serves, an execute
+activity named after the tool and, where the tool has one, a ``<tool>.prepare`` activity. Each of
+them re-checks what it must not take on trust: that it runs inside ``ToolCallWorkflow``, that the
+arguments are the ones planned (their digest), that the deployment's ceiling allows the call and
+that any approval it requires is present and bound to this digest. Results are checked against the
+tool's result model and the payload cap before they leave the worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.base import CallContext, ToolArgs
+from activities.catalog import (
+    MAX_PAYLOAD_BYTES,
+    Catalog,
+    ToolSpec,
+    call_digest,
+    default_ceiling,
+    invalid_arguments,
+)
+from activities.errors import tool_error
+from workflows import policy
+from workflows.models import (
+    PLAN_ACTIVITY,
+    WORKFLOW_NAME,
+    CapabilityPolicy,
+    Effect,
+    ErrorCode,
+    ExecuteInput,
+    PlanInput,
+    PlanOutcome,
+    Prepared,
+    SideEffect,
+    prepare_activity_name,
+)
+
+ToolMethod = Callable[[ToolArgs, CallContext], Awaitable[Any]]
+
+
+class ToolRuntime:
+    """The activities of one worker: ``plan`` and the tools it serves."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        ceiling: CapabilityPolicy | None = None,
+        *,
+        families: Mapping[type, object] | None = None,
+    ) -> None:
+        self.catalog = catalog
+        self.ceiling = ceiling or default_ceiling()
+        self._families: dict[type, object] = dict(families or {})
+
+    def _family(self, spec: ToolSpec) -> object:
+        assert spec.family is not None
+        if spec.family not in self._families:
+            self._families[spec.family] = spec.family()
+        return self._families[spec.family]
+
+    def workflow_activities(self, local_tools: Iterable[str] = ()) -> list[Callable[..., Any]]:
+        """``plan``, bound to the pure tools this worker also serves (they may run locally)."""
+        local = frozenset(local_tools)
+
+        @activity.defn(name=PLAN_ACTIVITY)
+        async def plan(input: PlanInput) -> PlanOutcome:
+            return self.catalog.plan(input, self.ceiling, local)
+
+        return [plan]
+
+    def tool_activities(self, names: Iterable[str] | None = None) -> list[Callable[..., Any]]:
+        """Execute (and prepare) activities for ``names``, default every activity-backed tool."""
+        chosen = self.catalog.names if names is None else list(names)
+        result: list[Callable[..., Any]] = []
+        for name in chosen:
+            spec = self.catalog.get(name)
+            if spec is None:
+                raise ValueError(f"{name!r} is not an enabled tool")
+            if spec.family is None:
+                continue
+            family = self._family(spec)
+            result.append(self._execute_activity(spec, getattr(family, spec.name)))
+            if spec.has_prepare:
+                prepare = getattr(family, f"prepare_{spec.name}")
+                result.append(self._prepare_activity(spec, prepare))
+        return result
+
+    def pure_tools(self) -> list[str]:
+        """Names of enabled pure, activity-backed tools (candidates for local activities)."""
+        return [
+            s.name for s in self.catalog if s.side_effect is SideEffect.PURE and s.family is not None
+        ]
+
+    def _execute_activity(self, spec: ToolSpec, method: ToolMethod) -> Callable[..., Any]:
+        @activity.defn(name=spec.name)
+        async def execute(input: ExecuteInput) -> Any:
+            args = self._admit(spec, input, execute=True)
+            result = await _call(spec, method, args, input)
+            if not isinstance(result, spec.result):
+                raise tool_error(ErrorCode.INTERNAL, f"{spec.name}: returned the wrong result type")
+            size = len(result.model_dump_json().encode())
+            if size > MAX_PAYLOAD_BYTES:
+                raise tool_error(
+                    ErrorCode.OUTPUT_TOO_LARGE,
+                    f"{spec.name}: result is {size} bytes; the limit is {MAX_PAYLOAD_BYTES}",
+                )
+            return result
+
+        return execute
+
+    def _prepare_activity(self, spec: ToolSpec, method: ToolMethod) -> Callable[..., Any]:
+        @activity.defn(name=prepare_activity_name(spec.name))
+        async def prepare(input: ExecuteInput) -> Prepared:
+            args = self._admit(spec, input, execute=False)
+            prepared = await _call(spec, method, args, input)
+            if not isinstance(prepared, Prepared):
+                raise tool_error(ErrorCode.INTERNAL, f"{spec.name}: prepare returned no preview")
+            return prepared
+
+        return prepare
+
+    def _admit(self, spec: ToolSpec, input: ExecuteInput, *, execute: bool) -> ToolArgs:
+        """The validated arguments, once the call is shown to be the one planned and allowed."""
+        workflow_type = activity.info().workflow_type
+        if workflow_type != WORKFLOW_NAME:
+            raise tool_error(
+                ErrorCode.POLICY_DENIED,
+                f"{spec.name}: tool activities run only inside {WORKFLOW_NAME}, "
+                f"not {workflow_type!r}",
+            )
+        try:
+            args = spec.arguments.model_validate(input.arguments)
+        except ValidationError as exc:
+            error = invalid_arguments(spec.name, exc)
+            raise tool_error(error.code, error.message, fixable_args=error.fixable_args) from None
+        if input.tool != spec.name or call_digest(
+            spec.name, args.model_dump(mode="json")
+        ) != input.digest:
+            raise tool_error(
+                ErrorCode.POLICY_DENIED, f"{spec.name}: arguments do not match the call's digest"
+            )
+        capabilities = spec.capabilities_for(args)
+        ceiling = policy.evaluate(self.ceiling, spec.name, capabilities, policy.DEPLOYMENT)
+        decision = policy.decide(ceiling, None, spec.name, capabilities)
+        if decision.effect is Effect.DENY:
+            raise tool_error(
+                ErrorCode.POLICY_DENIED,
+                f"{spec.name}: denied by the deployment: {'; '.join(decision.reasons())}",
+            )
+        if execute and decision.effect is Effect.REQUIRE_APPROVAL:
+            approval = input.approval
+            if approval is None or not approval.approved or approval.digest != input.digest:
+                raise tool_error(
+                    ErrorCode.POLICY_DENIED,
+                    f"{spec.name}: the deployment requires an approval for this call "
+                    f"({'; '.join(decision.reasons())})",
+                )
+        return args
+
+
+async def _call(spec: ToolSpec, method: ToolMethod, args: ToolArgs, input: ExecuteInput) -> Any:
+    info = activity.info()
+    context = CallContext(
+        workflow_id=info.workflow_id or "",
+        call_id=input.call_id,
+        idempotency_key=input.idempotency_key,
+        approval=input.approval,
+        precondition=input.precondition,
+    )
+    try:
+        return await method(args, context)
+    except (ApplicationError, asyncio.CancelledError):
+        raise
+    except Exception as exc:
+        activity.logger.exception("%s failed unexpectedly", spec.name)
+        raise tool_error(
+            ErrorCode.INTERNAL, f"{spec.name}: unexpected {type(exc).__name__}: {exc}"
+        ) from exc

@@ -1,0 +1,1 @@
+"""Configuration, the worker process and the ``toolcalls`` command line."""

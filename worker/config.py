@@ -1,0 +1,213 @@
+"""The deployment's configuration: a TOML file validated with pydantic.
+
+This is the only place that reads the configuration file and ``TOOLCALLS_CONFIG``. Every error
+names the key at fault (``activities.read_attempts: Input should be less than or equal to 3``)
+and the file it came from.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Iterable, Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from activities.catalog import (
+    BUILTIN_TOOLS,
+    DEFAULT_TOOLS,
+    MAX_READ_ATTEMPTS,
+    Catalog,
+    CatalogError,
+    CatalogSettings,
+    Timeouts,
+    ToolSpec,
+    default_ceiling,
+)
+from workflows import policy
+from workflows.models import DEFAULT_TASK_QUEUE, CapabilityPolicy, Effect
+
+CONFIG_ENV = "TOOLCALLS_CONFIG"
+
+Seconds = Annotated[float, Field(gt=0)]
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message names the key and the file."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TemporalSection(_Section):
+    """Where the worker connects. Flags beat ``TEMPORAL_*`` variables, which beat this section,
+    which beats the Temporal profile file (``temporalio.envconfig``)."""
+
+    profile: str | None = None
+    config_file: Path | None = None
+    """A Temporal client configuration file (TOML profiles); default Temporal's own location."""
+    address: str | None = None
+    namespace: str | None = None
+
+
+class WorkerSection(_Section):
+    queue: str | None = None
+    """The task queue this process polls; default the deployment's ``task_queue``."""
+    serve_workflows: bool | None = None
+    """Run ``ToolCallWorkflow``; default true when ``queue`` is the deployment's task queue."""
+    serve_tools: bool = True
+    """Run the enabled tools assigned to ``queue``."""
+    graceful_shutdown_seconds: Seconds = 30
+    max_concurrent_activities: int = Field(default=100, ge=1)
+    max_cached_workflows: int = Field(default=1000, ge=0)
+
+
+class CeilingSection(_Section):
+    """The deployment's ceiling policy; a written ceiling replaces the default one entirely.
+
+    ``default_effect`` defaults to ``require_approval`` here (not ``allow``, as in a request
+    policy) so that a capability the file forgets to mention still needs a human.
+    """
+
+    rules: dict[str, Effect] = Field(default_factory=dict)
+    tools: dict[str, Effect] = Field(default_factory=dict)
+    default_effect: Effect = Effect.REQUIRE_APPROVAL
+
+    @field_validator("rules")
+    @classmethod
+    def _rule_keys(cls, rules: dict[str, Effect]) -> dict[str, Effect]:
+        bad = [key for key in rules if not policy.is_valid_rule(key)]
+        if bad:
+            raise ValueError(f"invalid rule keys {bad}: use a capability or a family.* prefix")
+        return rules
+
+    def policy(self) -> CapabilityPolicy:
+        return CapabilityPolicy(
+            rules=self.rules, tools=self.tools, default_effect=self.default_effect
+        )
+
+
+class TimeoutsSection(_Section):
+    start_to_close_seconds: Seconds
+    heartbeat_seconds: Seconds | None = None
+
+
+class ActivitiesSection(_Section):
+    schedule_to_start_seconds: Seconds = 60
+    read_attempts: int = Field(default=1, ge=1, le=MAX_READ_ATTEMPTS)
+    question_timeout_seconds: Seconds = 300
+    local_pure_tools: bool = True
+    task_queues: dict[str, str] = Field(default_factory=dict)
+    timeouts: dict[str, TimeoutsSection] = Field(default_factory=dict)
+
+
+class DevSection(_Section):
+    """The embedded dev server of ``toolcalls worker --dev`` and ``toolcalls dev``."""
+
+    data_dir: Path = Path(".toolcalls")
+    ip: str = "127.0.0.1"
+    port: int = Field(default=7233, ge=1, le=65535)
+    ui_port: int | None = Field(default=8233, ge=1, le=65535)
+    """``None`` (or ``toolcalls dev --headless``) runs without the web UI."""
+    namespace: str = "default"
+
+
+class Config(_Section):
+    """One deployment: its task queue, tools, ceiling, and how its workers run."""
+
+    task_queue: str = Field(default=DEFAULT_TASK_QUEUE, min_length=1)
+    tools: list[str] = Field(default_factory=lambda: list(DEFAULT_TOOLS))
+    log_level: str = "INFO"
+    temporal: TemporalSection = Field(default_factory=TemporalSection)
+    worker: WorkerSection = Field(default_factory=WorkerSection)
+    ceiling: CeilingSection | None = None
+    activities: ActivitiesSection = Field(default_factory=ActivitiesSection)
+    dev: DevSection = Field(default_factory=DevSection)
+
+    @property
+    def queue(self) -> str:
+        return self.worker.queue or self.task_queue
+
+    @property
+    def serves_workflows(self) -> bool:
+        serve = self.worker.serve_workflows
+        return self.queue == self.task_queue if serve is None else serve
+
+    def ceiling_policy(self) -> CapabilityPolicy:
+        return self.ceiling.policy() if self.ceiling is not None else default_ceiling()
+
+    def catalog_settings(self) -> CatalogSettings:
+        acts = self.activities
+        return CatalogSettings(
+            enabled=self.tools,
+            task_queues=acts.task_queues,
+            schedule_to_start=timedelta(seconds=acts.schedule_to_start_seconds),
+            read_attempts=acts.read_attempts,
+            question_timeout=timedelta(seconds=acts.question_timeout_seconds),
+            local_pure_tools=acts.local_pure_tools,
+            timeouts={
+                name: Timeouts(
+                    start_to_close=timedelta(seconds=t.start_to_close_seconds),
+                    heartbeat=timedelta(seconds=t.heartbeat_seconds)
+                    if t.heartbeat_seconds is not None
+                    else None,
+                )
+                for name, t in acts.timeouts.items()
+            },
+        )
+
+    def served_tools(self, catalog: Catalog) -> list[str]:
+        """The enabled activity-backed tools this process runs."""
+        if not self.worker.serve_tools:
+            return []
+        queues = self.activities.task_queues
+        return [
+            spec.name
+            for spec in catalog
+            if spec.family is not None and queues.get(spec.name, self.task_queue) == self.queue
+        ]
+
+
+def build_catalog(config: Config, specs: Iterable[ToolSpec] = BUILTIN_TOOLS) -> Catalog:
+    """The deployment's catalog; a ``CatalogError`` becomes a ``ConfigError``."""
+    try:
+        return Catalog(specs, config.catalog_settings())
+    except CatalogError as exc:
+        raise ConfigError(f"configuration: {exc}") from None
+
+
+def parse_config(data: Mapping[str, object], source: str = "configuration") -> Config:
+    """Validate ``data``; the error names every bad key."""
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors(include_url=False):
+            key = ".".join(str(part) for part in err["loc"]) or "(top level)"
+            message = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                message = "unknown key"
+            problems.append(f"{key}: {message}")
+        raise ConfigError(f"{source}: " + "; ".join(problems)) from None
+
+
+def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> Config:
+    """Load ``path``, else ``$TOOLCALLS_CONFIG``, else the defaults."""
+    env = os.environ if env is None else env
+    chosen = path or env.get(CONFIG_ENV)
+    if not chosen:
+        return Config()
+    file = Path(chosen)
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+    config = parse_config(data, str(file))
+    build_catalog(config)
+    return config

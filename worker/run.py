@@ -1,0 +1,146 @@
+"""Building and running one worker process from a ``Config``."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Iterable, Sequence
+from datetime import timedelta
+
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import (
+    AddSearchAttributesRequest,
+    ListSearchAttributesRequest,
+)
+from temporalio.client import Client
+from temporalio.service import RPCError
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from activities.catalog import BUILTIN_TOOLS, ToolSpec
+from activities.runtime import ToolRuntime
+from worker.config import Config, build_catalog
+from workflows.models import SEARCH_ATTRIBUTES
+from workflows.tool_call import ToolCallWorkflow
+
+log = logging.getLogger("toolcalls.worker")
+
+PASSTHROUGH_MODULES = ("workflows.models", "workflows.policy", "pydantic", "pydantic_core")
+"""Pure modules the sandbox may share between runs instead of re-importing them for each."""
+
+
+class StartupError(RuntimeError):
+    """The worker cannot start; the message says why and what to do."""
+
+
+def sandbox_runner() -> SandboxedWorkflowRunner:
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES)
+    )
+
+
+def build_worker(
+    client: Client,
+    config: Config,
+    *,
+    specs: Iterable[ToolSpec] = BUILTIN_TOOLS,
+    families: dict[type, object] | None = None,
+) -> Worker:
+    """A worker for ``config``: the workflow and ``plan`` if it serves workflows, plus its tools."""
+    catalog = build_catalog(config, specs)
+    runtime = ToolRuntime(catalog, config.ceiling_policy(), families=families)
+    tools = config.served_tools(catalog)
+    activities = runtime.tool_activities(tools)
+    workflows: Sequence[type] = ()
+    if config.serves_workflows:
+        local = [name for name in runtime.pure_tools() if name in tools]
+        activities += runtime.workflow_activities(local)
+        workflows = [ToolCallWorkflow]
+    if not activities and not workflows:
+        raise StartupError(f"nothing to serve on task queue {config.queue!r}")
+    return Worker(
+        client,
+        task_queue=config.queue,
+        workflows=workflows,
+        activities=activities,
+        workflow_runner=sandbox_runner(),
+        graceful_shutdown_timeout=timedelta(seconds=config.worker.graceful_shutdown_seconds),
+        max_concurrent_activities=config.worker.max_concurrent_activities,
+        max_cached_workflows=config.worker.max_cached_workflows,
+    )
+
+
+async def ensure_search_attributes(client: Client) -> list[str]:
+    """Register the search attributes the workflow publishes; the names it added."""
+    service = client.operator_service
+    namespace = client.namespace
+    try:
+        existing = await service.list_search_attributes(
+            ListSearchAttributesRequest(namespace=namespace)
+        )
+    except RPCError as exc:
+        log.warning("cannot list search attributes (%s); assuming they are registered", exc)
+        return []
+    known = {**existing.system_attributes, **existing.custom_attributes}
+    missing = {}
+    for key in SEARCH_ATTRIBUTES:
+        wanted = IndexedValueType.ValueType(int(key.indexed_value_type))
+        have = known.get(key.name)
+        if have is None:
+            missing[key.name] = wanted
+        elif have != wanted:
+            raise StartupError(
+                f"search attribute {key.name} exists with type "
+                f"{IndexedValueType.Name(have)}, not {IndexedValueType.Name(wanted)}"
+            )
+    if not missing:
+        return []
+    try:
+        await service.add_search_attributes(
+            AddSearchAttributesRequest(namespace=namespace, search_attributes=missing)
+        )
+    except RPCError as exc:
+        commands = "; ".join(
+            f"temporal operator search-attribute create --name {name} "
+            f"--type {IndexedValueType.Name(kind).removeprefix('INDEXED_VALUE_TYPE_').title().replace('_', '')}"
+            for name, kind in missing.items()
+        )
+        raise StartupError(
+            f"search attributes {', '.join(missing)} are not registered in namespace "
+            f"{namespace!r} and this worker may not add them ({exc.message}); "
+            f"register them first: {commands}"
+        ) from None
+    return list(missing)
+
+
+async def serve(client: Client, config: Config, stop: asyncio.Event) -> None:
+    """Run the worker until ``stop`` is set, then shut down gracefully."""
+    if config.serves_workflows:
+        added = await ensure_search_attributes(client)
+        if added:
+            log.info("registered search attributes %s", ", ".join(added))
+    worker = build_worker(client, config)
+    catalog = build_catalog(config)
+    log.info(
+        "connected to %s namespace %s; polling task queue %r: workflows=%s tools=%s",
+        client.service_client.config.target_host,
+        client.namespace,
+        config.queue,
+        "yes" if config.serves_workflows else "no",
+        ", ".join(config.served_tools(catalog)) or "none",
+    )
+    async with worker:
+        await stop.wait()
+        log.info(
+            "shutting down: running activities get %gs to finish",
+            config.worker.graceful_shutdown_seconds,
+        )
+    log.info("worker stopped")
+
+
+def stop_on_signals(stop: asyncio.Event) -> None:
+    """Set ``stop`` on SIGINT or SIGTERM."""
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)

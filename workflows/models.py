@@ -1,0 +1,361 @@
+"""Wire models: everything that crosses a workflow, activity, update, signal or query boundary.
+
+All of these travel through ``pydantic_data_converter`` and land in workflow history, so every
+enum is a ``StrEnum`` and every field has a stable JSON form. Changing a field's meaning is a
+wire change: keep old histories replaying (see ``tests/workflows/test_replay.py``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from temporalio.common import SearchAttributeKey
+
+WORKFLOW_NAME = "ToolCallWorkflow"
+PLAN_ACTIVITY = "toolcalls.plan"
+"""The plan local activity; the only activity name the workflow knows besides tool names."""
+
+DEFAULT_TASK_QUEUE = "toolcalls"
+DEFAULT_APPROVAL_TIMEOUT = timedelta(hours=24)
+
+MAX_QUESTION_CHARS = 8_000
+MAX_OPTIONS = 10
+MAX_OPTION_CHARS = 500
+MAX_ANSWER_CHARS = 16_384
+
+SEARCH_STATUS = SearchAttributeKey.for_keyword("ToolCallStatus")
+SEARCH_TOOL = SearchAttributeKey.for_keyword("ToolName")
+SEARCH_CAPABILITIES = SearchAttributeKey.for_keyword_list("ToolCapabilities")
+SEARCH_ATTRIBUTES = (SEARCH_STATUS, SEARCH_TOOL, SEARCH_CAPABILITIES)
+MEMO_PENDING_APPROVAL = "pending_approval"
+MEMO_PENDING_QUESTION = "pending_question"
+
+
+def prepare_activity_name(tool: str) -> str:
+    """Activity type of a tool's ``prepare`` step (the execute step is named after the tool)."""
+    return f"{tool}.prepare"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Effect(StrEnum):
+    """What a policy says about a capability; ordered ``allow < require_approval < deny``."""
+
+    ALLOW = "allow"
+    REQUIRE_APPROVAL = "require_approval"
+    DENY = "deny"
+
+
+class SideEffect(StrEnum):
+    """A tool's side-effect class; it decides retries and what a lost activity means."""
+
+    PURE = "pure"
+    READ = "read"
+    WRITE = "write"
+
+
+class CallStatus(StrEnum):
+    """The final status of a call."""
+
+    COMPLETED = "completed"
+    FAILED = "failed"
+    DENIED = "denied"
+    TIMED_OUT = "timed_out"
+    CANCELED = "canceled"
+    UNCERTAIN = "uncertain"
+
+
+class Phase(StrEnum):
+    """Where a call is; the value of the ``ToolCallStatus`` search attribute until it ends."""
+
+    PLANNING = "planning"
+    PREPARING = "preparing"
+    AWAITING_APPROVAL = "awaiting_approval"
+    AWAITING_ANSWER = "awaiting_answer"
+    RUNNING = "running"
+    DONE = "done"
+
+
+class ErrorCode(StrEnum):
+    """Every error a call can end with; also the ``type`` of activity ``ApplicationError``s."""
+
+    UNKNOWN_TOOL = "unknown_tool"
+    TOOL_UNAVAILABLE = "tool_unavailable"
+    INVALID_ARGUMENTS = "invalid_arguments"
+    POLICY_DENIED = "policy_denied"
+    APPROVAL_DENIED = "approval_denied"
+    APPROVAL_TIMED_OUT = "approval_timed_out"
+    BUDGET_EXCEEDED = "budget_exceeded"
+    PRECONDITION_FAILED = "precondition_failed"
+    EXECUTION_FAILED = "execution_failed"
+    TIMED_OUT = "timed_out"
+    CANCELED = "canceled"
+    UNCERTAIN = "uncertain"
+    OUTPUT_TOO_LARGE = "output_too_large"
+    CONFIGURATION_ERROR = "configuration_error"
+    INTERNAL = "internal"
+
+
+class ToolError(_Model):
+    """Why a call did not complete, in terms a model can act on."""
+
+    code: ErrorCode
+    message: str
+    retryable: bool = False
+    fixable_args: list[str] = Field(default_factory=list)
+
+
+class CapabilityPolicy(_Model):
+    """Effects for capabilities (``rules``) and whole tools (``tools``).
+
+    A rule key is a capability (``filesystem.write``) or a prefix rule (``filesystem.*``). The most
+    specific matching rule decides a capability; ``default_effect`` decides the rest. ``tools``
+    adds an effect for a tool by name, which is how a tool without capabilities (``calculator``)
+    can be made to require approval. See ``workflows.policy`` for how policies combine.
+    """
+
+    rules: dict[str, Effect] = Field(default_factory=dict)
+    tools: dict[str, Effect] = Field(default_factory=dict)
+    default_effect: Effect = Effect.ALLOW
+
+
+class ToolCallRequest(_Model):
+    """One tool call, as a model asked for it, plus what the application wants enforced."""
+
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    call_id: str | None = None
+    policy: CapabilityPolicy | None = None
+    approval_timeout: timedelta | None = DEFAULT_APPROVAL_TIMEOUT
+    """How long to wait for a decision; ``None`` waits without a timer."""
+    deadline: datetime | None = None
+    """Absolute time by which the call must be done, approval wait included."""
+    timeout: timedelta | None = None
+    """Budget for the whole call from the workflow's start, approval wait included."""
+    metadata: dict[str, str] = Field(default_factory=dict)
+    task_queue: str | None = None
+    """Task queue for the tool's activities; the deployment's choice when ``None``."""
+
+
+class Verdict(_Model):
+    """One policy's effect on one capability or tool, and the rule that gave it."""
+
+    subject: str
+    """A capability name, or ``tool:<name>`` for a ``tools`` entry."""
+    effect: Effect
+    rule: str
+    """The matching rule key, ``tool:<name>``, or ``default``."""
+    source: str
+    """``deployment`` (the ceiling) or ``request``."""
+
+
+class ActivityPlan(_Model):
+    """Activity options for one call, fixed by the catalog at plan time."""
+
+    task_queue: str | None
+    start_to_close: timedelta
+    schedule_to_start: timedelta
+    heartbeat: timedelta | None
+    maximum_attempts: int
+    local: bool = False
+    """Run as a local activity on the workflow worker (pure tools only)."""
+
+
+class CallPlan(_Model):
+    """What the plan step decided about a call; recorded in history so replay never re-plans."""
+
+    tool: str
+    arguments: dict[str, Any]
+    capabilities: list[str]
+    side_effect: SideEffect
+    ceiling: list[Verdict]
+    """The deployment ceiling's verdict on each capability (and on the tool, if it names it)."""
+    digest: str
+    activity: ActivityPlan | None
+    """``None`` for a tool the workflow runs itself (``ask_user``)."""
+    prepare: bool = False
+    question_timeout: timedelta | None = None
+
+
+class PlanInput(_Model):
+    tool: str
+    arguments: dict[str, Any]
+    task_queue: str | None = None
+
+
+class PlanOutcome(_Model):
+    plan: CallPlan | None = None
+    error: ToolError | None = None
+
+
+class PreviewArtifact(_Model):
+    """One piece of what a human approves: arguments, a process spec, a diff, a request."""
+
+    kind: str
+    title: str
+    text: str | None = None
+    data: dict[str, Any] | None = None
+
+
+class Prepared(_Model):
+    """A ``prepare`` activity's result: the preview and what ``execute`` must find unchanged."""
+
+    preview: list[PreviewArtifact]
+    precondition: dict[str, Any] | None = None
+
+
+class ApprovalRequest(_Model):
+    """What a human is asked to approve, bound to one call by ``request_id`` and ``digest``."""
+
+    request_id: str
+    workflow_id: str
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    capabilities: list[str]
+    digest: str
+    preview: list[PreviewArtifact]
+    reasons: list[str]
+    """Which rules asked for approval, e.g. ``process.execute: require_approval (deployment)``."""
+    requested_at: datetime
+    expires_at: datetime | None
+
+
+class DecisionInput(_Model):
+    """The payload of the ``approve`` and ``deny`` signals."""
+
+    request_id: str
+    digest: str
+    approver: str = ""
+    reason: str | None = None
+
+
+class ApprovalDecision(DecisionInput):
+    """The payload of the ``decide`` update."""
+
+    approved: bool
+
+
+class ApprovalRecord(_Model):
+    """A decision as the workflow accepted it, kept in the result."""
+
+    request_id: str
+    digest: str
+    approved: bool
+    approver: str
+    reason: str | None
+    decided_at: datetime
+    via: str
+    """``update``, ``signal`` or ``timer`` (an approval that timed out)."""
+
+
+class QuestionStatus(StrEnum):
+    ANSWERED = "answered"
+    DECLINED = "declined"
+    TIMED_OUT = "timed_out"
+
+
+class UserQuestion(_Model):
+    """A question the workflow is waiting to have answered (``ask_user``)."""
+
+    request_id: str
+    workflow_id: str
+    call_id: str
+    question: str
+    options: list[str]
+    asked_at: datetime
+    expires_at: datetime | None
+
+
+class UserAnswer(_Model):
+    """The payload of the ``answer`` update and ``answer_signal`` signal; ``None`` declines."""
+
+    request_id: str
+    answer: str | None
+    responder: str = ""
+
+
+class AskUserOutput(_Model):
+    """The output of ``ask_user``."""
+
+    request_id: str
+    status: QuestionStatus
+    answer: str | None
+
+
+class EventKind(StrEnum):
+    PLANNED = "planned"
+    POLICY_DENIED = "policy_denied"
+    APPROVAL_REQUESTED = "approval_requested"
+    APPROVAL_GRANTED = "approval_granted"
+    APPROVAL_DENIED = "approval_denied"
+    APPROVAL_TIMED_OUT = "approval_timed_out"
+    QUESTION_ASKED = "question_asked"
+    QUESTION_ANSWERED = "question_answered"
+    QUESTION_DECLINED = "question_declined"
+    QUESTION_TIMED_OUT = "question_timed_out"
+    SIGNAL_IGNORED = "signal_ignored"
+    STARTED = "started"
+    CANCEL_REQUESTED = "cancel_requested"
+    FINISHED = "finished"
+
+
+class CallEvent(_Model):
+    """One line of a call's event log, stamped with workflow time."""
+
+    at: datetime
+    kind: EventKind
+    message: str = ""
+
+
+class ToolCallResult(_Model):
+    """The one result of a call, whatever happened."""
+
+    workflow_id: str
+    call_id: str
+    tool: str
+    status: CallStatus
+    output: Any = None
+    """The tool's typed result as JSON; partial output for a canceled process."""
+    error: ToolError | None = None
+    approval: ApprovalRecord | None = None
+    digest: str | None = None
+    capabilities: list[str] = Field(default_factory=list)
+    events: list[CallEvent] = Field(default_factory=list)
+    started_at: datetime
+    finished_at: datetime
+    waited_seconds: float = 0.0
+    """Time spent waiting for a human (approval or answer)."""
+    run_seconds: float = 0.0
+    """Time the tool's activity took, from scheduling to its result."""
+
+
+class CallState(_Model):
+    """The ``status`` query's answer: where the call is and what it waits for."""
+
+    workflow_id: str
+    call_id: str
+    tool: str
+    phase: Phase
+    capabilities: list[str]
+    pending_approval: ApprovalRequest | None
+    pending_question: UserQuestion | None
+    events: list[CallEvent]
+    result: ToolCallResult | None
+
+
+class ExecuteInput(_Model):
+    """The input of every tool activity (``prepare`` and execute)."""
+
+    tool: str
+    arguments: dict[str, Any]
+    digest: str
+    call_id: str
+    idempotency_key: str
+    approval: ApprovalRecord | None = None
+    precondition: dict[str, Any] | None = None

@@ -1,0 +1,94 @@
+"""Capability policy: pure functions, no clock, no I/O, no Temporal.
+
+A policy gives each capability an effect: an exact rule (``filesystem.write``) beats a prefix rule
+(``filesystem.*``, longest prefix first), which beats ``default_effect``. A ``tools`` entry adds an
+effect for the tool as a whole. A call's effect is the strictest verdict over its capabilities and
+tool entry, from both the deployment's ceiling and the request's policy
+(``deny > require_approval > allow``): a request can tighten the deployment, never loosen it.
+
+A tool with no capabilities (``calculator``) is governed only by ``tools`` entries, so a
+``default_effect="deny"`` written for capability-bearing tools does not switch off arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from workflows.models import CapabilityPolicy, Effect, Verdict
+
+_RANK = {Effect.ALLOW: 0, Effect.REQUIRE_APPROVAL: 1, Effect.DENY: 2}
+
+DEPLOYMENT = "deployment"
+REQUEST = "request"
+
+
+def strictest(effects: Iterable[Effect]) -> Effect:
+    """The strictest of ``effects``; ``allow`` for none."""
+    return max(effects, key=_RANK.__getitem__, default=Effect.ALLOW)
+
+
+def is_valid_rule(key: str) -> bool:
+    """A rule key is a dotted capability name or a ``family.*`` prefix rule."""
+    name = key[:-2] if key.endswith(".*") else key
+    parts = name.split(".")
+    return bool(name) and all(part and part.replace("_", "").isalnum() for part in parts)
+
+
+def match(policy: CapabilityPolicy, capability: str) -> tuple[Effect, str]:
+    """The effect ``policy`` gives ``capability`` and the rule key that decided it."""
+    exact = policy.rules.get(capability)
+    if exact is not None:
+        return exact, capability
+    best: str | None = None
+    for key in policy.rules:
+        if key.endswith(".*") and capability.startswith(key[:-1]):
+            if best is None or len(key) > len(best):
+                best = key
+    if best is not None:
+        return policy.rules[best], best
+    return policy.default_effect, "default"
+
+
+def evaluate(
+    policy: CapabilityPolicy, tool: str, capabilities: Sequence[str], source: str
+) -> list[Verdict]:
+    """One verdict per capability, plus one for the tool when ``policy.tools`` names it."""
+    verdicts = []
+    for capability in capabilities:
+        effect, rule = match(policy, capability)
+        verdicts.append(Verdict(subject=capability, effect=effect, rule=rule, source=source))
+    tool_effect = policy.tools.get(tool)
+    if tool_effect is not None:
+        subject = f"tool:{tool}"
+        verdicts.append(Verdict(subject=subject, effect=tool_effect, rule=subject, source=source))
+    return verdicts
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The combined effect for a call and the verdicts that made it so."""
+
+    effect: Effect
+    deciding: tuple[Verdict, ...]
+
+    def reasons(self) -> list[str]:
+        """Readable reasons, e.g. ``process.execute: require_approval (deployment rule default)``."""
+        return [
+            f"{v.subject}: {v.effect.value} ({v.source} rule {v.rule})" for v in self.deciding
+        ]
+
+
+def decide(
+    ceiling: Sequence[Verdict],
+    request_policy: CapabilityPolicy | None,
+    tool: str,
+    capabilities: Sequence[str],
+) -> Decision:
+    """Combine the deployment's ceiling verdicts with the request's policy; strictest wins."""
+    verdicts = list(ceiling)
+    if request_policy is not None:
+        verdicts += evaluate(request_policy, tool, capabilities, REQUEST)
+    effect = strictest(v.effect for v in verdicts)
+    deciding = tuple(v for v in verdicts if v.effect == effect != Effect.ALLOW)
+    return Decision(effect=effect, deciding=deciding)

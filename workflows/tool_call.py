@@ -1,0 +1,599 @@
+"""``ToolCallWorkflow``: one tool call, from the model's request to one typed result.
+
+plan (local activity) -> decide (pure policy) -> [prepare -> wait for approval] -> execute -> result.
+``ask_user`` has no activity: the workflow asks and waits for the answer itself. Every wait is a
+durable timer (or none, when the request says to wait forever), so a call survives worker and
+server restarts, and every decision is in history. Tool failures never fail the workflow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    TimeoutError,
+    TimeoutType,
+)
+
+from workflows import policy
+from workflows.models import (
+    MAX_ANSWER_CHARS,
+    MEMO_PENDING_APPROVAL,
+    MEMO_PENDING_QUESTION,
+    PLAN_ACTIVITY,
+    SEARCH_CAPABILITIES,
+    SEARCH_STATUS,
+    SEARCH_TOOL,
+    WORKFLOW_NAME,
+    ApprovalDecision,
+    ApprovalRecord,
+    ApprovalRequest,
+    AskUserOutput,
+    CallEvent,
+    CallPlan,
+    CallState,
+    CallStatus,
+    DecisionInput,
+    Effect,
+    ErrorCode,
+    EventKind,
+    ExecuteInput,
+    Phase,
+    PlanInput,
+    PlanOutcome,
+    Prepared,
+    PreviewArtifact,
+    QuestionStatus,
+    SideEffect,
+    ToolCallRequest,
+    ToolCallResult,
+    ToolError,
+    UserAnswer,
+    UserQuestion,
+    prepare_activity_name,
+)
+
+PLAN_TIMEOUT = timedelta(seconds=10)
+MAX_EVENTS = 200
+"""Beyond this, further ignored signals are only counted, so a flood cannot bloat the result."""
+MAX_KEYWORD_CHARS = 200
+
+_STATUS_FOR_CODE = {
+    ErrorCode.POLICY_DENIED: CallStatus.DENIED,
+    ErrorCode.APPROVAL_DENIED: CallStatus.DENIED,
+    ErrorCode.APPROVAL_TIMED_OUT: CallStatus.DENIED,
+    ErrorCode.BUDGET_EXCEEDED: CallStatus.DENIED,
+    ErrorCode.TIMED_OUT: CallStatus.TIMED_OUT,
+    ErrorCode.CANCELED: CallStatus.CANCELED,
+    ErrorCode.UNCERTAIN: CallStatus.UNCERTAIN,
+}
+_KNOWN_CODES = {code.value for code in ErrorCode}
+
+
+class _Ended(Exception):
+    """Carries a finished result out of a nested step."""
+
+    def __init__(self, result: ToolCallResult) -> None:
+        super().__init__(result.status)
+        self.result = result
+
+
+@workflow.defn(name=WORKFLOW_NAME)
+class ToolCallWorkflow:
+    """Runs one tool call under the deployment's ceiling and the request's policy."""
+
+    @workflow.init
+    def __init__(self, request: ToolCallRequest) -> None:
+        info = workflow.info()
+        self._request = request
+        self._workflow_id = info.workflow_id
+        self._call_id = request.call_id or info.workflow_id
+        self._started_at = workflow.now()
+        self._deadline = _deadline(request, self._started_at)
+        self._phase = Phase.PLANNING
+        self._plan: CallPlan | None = None
+        self._events: list[CallEvent] = []
+        self._dropped_events = 0
+        self._pending_approval: ApprovalRequest | None = None
+        self._approval: ApprovalRecord | None = None
+        self._precondition: dict[str, object] | None = None
+        self._pending_question: UserQuestion | None = None
+        self._answer: UserAnswer | None = None
+        self._waited = timedelta(0)
+        self._ran = timedelta(0)
+        self._result: ToolCallResult | None = None
+        self._search_updates = [SEARCH_TOOL.value_set(request.tool[:MAX_KEYWORD_CHARS])]
+
+    @workflow.run
+    async def run(self, request: ToolCallRequest) -> ToolCallResult:
+        try:
+            result = await self._life()
+        except _Ended as ended:
+            result = ended.result
+        except (asyncio.CancelledError, CancelledError):
+            result = self._end(CallStatus.CANCELED, ErrorCode.CANCELED, "the call was canceled")
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return result
+
+    async def _life(self) -> ToolCallResult:
+        plan = await self._planned()
+        decision = policy.decide(
+            plan.ceiling, self._request.policy, plan.tool, plan.capabilities
+        )
+        if decision.effect is Effect.DENY:
+            reasons = "; ".join(decision.reasons())
+            self._event(EventKind.POLICY_DENIED, reasons)
+            return self._end(
+                CallStatus.DENIED, ErrorCode.POLICY_DENIED, f"{plan.tool}: denied by policy: {reasons}"
+            )
+        self._check_budget()
+        if decision.effect is Effect.REQUIRE_APPROVAL:
+            await self._approved(plan, decision)
+        if plan.activity is None:
+            return await self._ask_user(plan)
+        return await self._execute(plan)
+
+    async def _planned(self) -> CallPlan:
+        try:
+            outcome = await workflow.execute_local_activity(
+                PLAN_ACTIVITY,
+                PlanInput(
+                    tool=self._request.tool,
+                    arguments=self._request.arguments,
+                    task_queue=self._request.task_queue,
+                ),
+                result_type=PlanOutcome,
+                start_to_close_timeout=PLAN_TIMEOUT,
+                retry_policy=RetryPolicy(maximum_attempts=1),
+            )
+        except ActivityError as err:
+            if isinstance(err.cause, CancelledError):
+                raise asyncio.CancelledError() from None
+            raise _Ended(
+                self._end(CallStatus.FAILED, ErrorCode.INTERNAL, f"planning failed: {err.cause}")
+            ) from None
+        if outcome.plan is None:
+            error = outcome.error or ToolError(code=ErrorCode.INTERNAL, message="plan gave nothing")
+            raise _Ended(self._end_with(CallStatus.FAILED, error))
+        plan = self._plan = outcome.plan
+        self._search_updates += [
+            SEARCH_TOOL.value_set(plan.tool),
+            SEARCH_CAPABILITIES.value_set(plan.capabilities),
+        ]
+        caps = ", ".join(plan.capabilities) or "no capabilities"
+        self._event(EventKind.PLANNED, f"{plan.tool} ({plan.side_effect.value}; {caps})")
+        return plan
+
+    async def _approved(self, plan: CallPlan, decision: policy.Decision) -> None:
+        """Return once a human approved the call; end it otherwise."""
+        preview = [PreviewArtifact(kind="arguments", title="arguments", data=plan.arguments)]
+        if plan.prepare:
+            self._set_phase(Phase.PREPARING)
+            prepared = await self._activity(
+                plan, prepare_activity_name(plan.tool), self._execute_input(plan), Prepared
+            )
+            preview += prepared.preview
+            self._precondition = prepared.precondition
+        now = workflow.now()
+        wait = self._bounded(self._request.approval_timeout)
+        pending = ApprovalRequest(
+            request_id=str(workflow.uuid4()),
+            workflow_id=self._workflow_id,
+            call_id=self._call_id,
+            tool=plan.tool,
+            arguments=plan.arguments,
+            capabilities=plan.capabilities,
+            digest=plan.digest,
+            preview=preview,
+            reasons=decision.reasons(),
+            requested_at=now,
+            expires_at=now + wait if wait is not None else None,
+        )
+        self._pending_approval = pending
+        self._set_phase(Phase.AWAITING_APPROVAL, memo={MEMO_PENDING_APPROVAL: pending})
+        self._event(EventKind.APPROVAL_REQUESTED, "; ".join(pending.reasons))
+        timed_out = not await self._wait(lambda: self._approval is not None, wait)
+        self._clear_pending()
+        if timed_out:
+            self._event(EventKind.APPROVAL_TIMED_OUT, "no decision before the request expired")
+            self._check_budget(during_wait=True)
+            raise _Ended(
+                self._end(
+                    CallStatus.DENIED,
+                    ErrorCode.APPROVAL_TIMED_OUT,
+                    f"{plan.tool}: no approval decision within the approval timeout",
+                )
+            )
+        approval = self._approval
+        assert approval is not None
+        who = approval.approver or "an unnamed approver"
+        because = f": {approval.reason}" if approval.reason else ""
+        if not approval.approved:
+            self._event(EventKind.APPROVAL_DENIED, f"by {who} via {approval.via}{because}")
+            raise _Ended(
+                self._end(
+                    CallStatus.DENIED, ErrorCode.APPROVAL_DENIED, f"{plan.tool}: denied by {who}{because}"
+                )
+            )
+        self._event(EventKind.APPROVAL_GRANTED, f"by {who} via {approval.via}{because}")
+        self._check_budget()
+
+    async def _ask_user(self, plan: CallPlan) -> ToolCallResult:
+        now = workflow.now()
+        wait = self._bounded(plan.question_timeout)
+        question = UserQuestion(
+            request_id=str(workflow.uuid4()),
+            workflow_id=self._workflow_id,
+            call_id=self._call_id,
+            question=plan.arguments["question"],
+            options=plan.arguments.get("options") or [],
+            asked_at=now,
+            expires_at=now + wait if wait is not None else None,
+        )
+        self._pending_question = question
+        self._set_phase(Phase.AWAITING_ANSWER, memo={MEMO_PENDING_QUESTION: question})
+        self._event(EventKind.QUESTION_ASKED, question.question[:200])
+        answered = await self._wait(lambda: self._answer is not None, wait)
+        self._clear_pending()
+        if not answered:
+            self._event(EventKind.QUESTION_TIMED_OUT, "no answer before the question expired")
+            self._check_budget(during_wait=True)
+            status = QuestionStatus.TIMED_OUT
+            text = None
+        else:
+            assert self._answer is not None
+            text = self._answer.answer
+            status = QuestionStatus.DECLINED if text is None else QuestionStatus.ANSWERED
+            kind = EventKind.QUESTION_DECLINED if text is None else EventKind.QUESTION_ANSWERED
+            self._event(kind, f"by {self._answer.responder or 'the user'}")
+        output = AskUserOutput(request_id=question.request_id, status=status, answer=text)
+        return self._end(CallStatus.COMPLETED, output=output.model_dump(mode="json"))
+
+    async def _execute(self, plan: CallPlan) -> ToolCallResult:
+        self._set_phase(Phase.RUNNING)
+        self._event(EventKind.STARTED, f"{plan.tool} scheduled")
+        output = await self._activity(plan, plan.tool, self._execute_input(plan), None)
+        return self._end(CallStatus.COMPLETED, output=output)
+
+    async def _activity(
+        self, plan: CallPlan, name: str, input: ExecuteInput, result_type: type | None
+    ) -> Any:
+        """Run one of the tool's activities with the plan's options; end the call on failure."""
+        opts = plan.activity
+        assert opts is not None
+        schedule_to_close = self._bounded(None)
+        retry = RetryPolicy(maximum_attempts=opts.maximum_attempts)
+        started = workflow.now()
+        try:
+            if opts.local:
+                return await workflow.execute_local_activity(
+                    name,
+                    input,
+                    result_type=result_type,
+                    start_to_close_timeout=opts.start_to_close,
+                    schedule_to_close_timeout=schedule_to_close,
+                    retry_policy=retry,
+                )
+            return await workflow.execute_activity(
+                name,
+                input,
+                result_type=result_type,
+                task_queue=opts.task_queue,
+                start_to_close_timeout=opts.start_to_close,
+                schedule_to_start_timeout=opts.schedule_to_start,
+                schedule_to_close_timeout=schedule_to_close,
+                heartbeat_timeout=opts.heartbeat,
+                retry_policy=retry,
+                cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            )
+        except ActivityError as err:
+            raise _Ended(self._failed(plan, err.cause, started=err.started_event_id > 0)) from None
+        except (ApplicationError, TimeoutError) as err:
+            # A local activity's failure arrives unwrapped.
+            raise _Ended(self._failed(plan, err, started=True)) from None
+        finally:
+            self._ran += workflow.now() - started
+
+    def _failed(self, plan: CallPlan, cause: BaseException | None, *, started: bool) -> ToolCallResult:
+        """Map an activity failure to the call's status and ``ToolError``."""
+        tool = plan.tool
+        if isinstance(cause, ApplicationError):
+            details = cause.details[0] if cause.details and isinstance(cause.details[0], dict) else {}
+            known = cause.type in _KNOWN_CODES
+            code = ErrorCode(cause.type) if known else ErrorCode.EXECUTION_FAILED
+            message = cause.message if known else f"{tool}: {cause.type}: {cause.message}"
+            error = ToolError(
+                code=code,
+                message=message,
+                retryable=not cause.non_retryable,
+                fixable_args=list(details.get("fixable_args") or []),
+            )
+            status = _STATUS_FOR_CODE.get(code, CallStatus.FAILED)
+            return self._end_with(status, error, output=details.get("output"))
+        if isinstance(cause, CancelledError):
+            return self._end(CallStatus.CANCELED, ErrorCode.CANCELED, f"{tool}: canceled")
+        if isinstance(cause, TimeoutError):
+            return self._timed_out(plan, cause.type, started=started)
+        return self._end(CallStatus.FAILED, ErrorCode.INTERNAL, f"{tool}: {cause}")
+
+    def _timed_out(self, plan: CallPlan, kind: TimeoutType | None, *, started: bool) -> ToolCallResult:
+        opts = plan.activity
+        assert opts is not None
+        tool = plan.tool
+        if kind is TimeoutType.SCHEDULE_TO_START or (
+            kind is TimeoutType.SCHEDULE_TO_CLOSE and not started and not opts.local
+        ):
+            error = ToolError(
+                code=ErrorCode.TOOL_UNAVAILABLE,
+                message=(
+                    f"{tool}: no worker took the task from queue "
+                    f"{opts.task_queue or workflow.info().task_queue!r} in time; nothing ran"
+                ),
+                retryable=True,
+            )
+            return self._end_with(CallStatus.FAILED, error)
+        if plan.side_effect is SideEffect.WRITE:
+            return self._end(
+                CallStatus.UNCERTAIN,
+                ErrorCode.UNCERTAIN,
+                f"{tool}: the worker was lost after the tool started ({_name(kind)} timeout); "
+                "the effect may have happened: inspect before calling again",
+            )
+        return self._end(
+            CallStatus.TIMED_OUT, ErrorCode.TIMED_OUT, f"{tool}: {_name(kind)} timeout"
+        )
+
+    def _execute_input(self, plan: CallPlan) -> ExecuteInput:
+        return ExecuteInput(
+            tool=plan.tool,
+            arguments=plan.arguments,
+            digest=plan.digest,
+            call_id=self._call_id,
+            idempotency_key=f"{self._workflow_id}:{self._call_id}",
+            approval=self._approval,
+            precondition=self._precondition,
+        )
+
+    async def _wait(self, done: Callable[[], bool], timeout: timedelta | None) -> bool:
+        """Wait for ``done()`` up to ``timeout`` (forever for ``None``); whether it came true."""
+        started = workflow.now()
+        try:
+            await workflow.wait_condition(done, timeout=timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False
+        finally:
+            self._waited += workflow.now() - started
+
+    def _bounded(self, timeout: timedelta | None) -> timedelta | None:
+        """``timeout`` cut to what is left before the call's deadline."""
+        if self._deadline is None:
+            return timeout
+        left = self._deadline - workflow.now()
+        return left if timeout is None else min(timeout, left)
+
+    def _check_budget(self, *, during_wait: bool = False) -> None:
+        if self._deadline is None or workflow.now() < self._deadline:
+            return
+        status = CallStatus.TIMED_OUT if during_wait else CallStatus.DENIED
+        raise _Ended(
+            self._end(
+                status,
+                ErrorCode.BUDGET_EXCEEDED,
+                f"{self._request.tool}: the call's deadline {self._deadline.isoformat()} has passed",
+            )
+        )
+
+    # Approvals and answers ------------------------------------------------------------------
+
+    @workflow.update
+    def decide(self, decision: ApprovalDecision) -> ApprovalRecord:
+        """Approve or deny the pending request; the first valid decision wins."""
+        problem = self._decision_problem(decision)
+        if problem:
+            raise ApplicationError(problem, type="rejected", non_retryable=True)
+        return self._accept(decision, decision.approved, "update")
+
+    @decide.validator
+    def _validate_decide(self, decision: ApprovalDecision) -> None:
+        problem = self._decision_problem(decision)
+        if problem:
+            raise ValueError(problem)
+
+    @workflow.signal
+    def approve(self, decision: DecisionInput) -> None:
+        """Fire-and-forget approval; an invalid one is logged as an event and ignored."""
+        self._signal_decision(decision, approved=True)
+
+    @workflow.signal
+    def deny(self, decision: DecisionInput) -> None:
+        """Fire-and-forget denial; an invalid one is logged as an event and ignored."""
+        self._signal_decision(decision, approved=False)
+
+    def _signal_decision(self, decision: DecisionInput, *, approved: bool) -> None:
+        problem = self._decision_problem(decision)
+        if problem:
+            verb = "approve" if approved else "deny"
+            self._event(
+                EventKind.SIGNAL_IGNORED,
+                f"{verb} from {decision.approver or 'an unnamed sender'}: {problem}",
+            )
+            return
+        self._accept(decision, approved, "signal")
+
+    def _decision_problem(self, decision: DecisionInput) -> str | None:
+        pending = self._pending_approval
+        if pending is None:
+            if self._approval is not None:
+                return "the request was already decided"
+            return "no approval is pending"
+        if decision.request_id != pending.request_id:
+            return f"unknown or stale request id {decision.request_id!r}"
+        if decision.digest != pending.digest:
+            return "digest does not match the pending request"
+        if self._approval is not None:
+            return "the request was already decided"
+        if pending.expires_at is not None and workflow.now() >= pending.expires_at:
+            return "the approval request has expired"
+        return None
+
+    def _accept(self, decision: DecisionInput, approved: bool, via: str) -> ApprovalRecord:
+        record = ApprovalRecord(
+            request_id=decision.request_id,
+            digest=decision.digest,
+            approved=approved,
+            approver=decision.approver,
+            reason=decision.reason,
+            decided_at=workflow.now(),
+            via=via,
+        )
+        self._approval = record
+        return record
+
+    @workflow.update
+    def answer(self, answer: UserAnswer) -> AskUserOutput:
+        """Answer (or, with ``answer=None``, decline) the pending question."""
+        problem = self._answer_problem(answer)
+        if problem:
+            raise ApplicationError(problem, type="rejected", non_retryable=True)
+        self._answer = answer
+        status = QuestionStatus.DECLINED if answer.answer is None else QuestionStatus.ANSWERED
+        return AskUserOutput(request_id=answer.request_id, status=status, answer=answer.answer)
+
+    @answer.validator
+    def _validate_answer(self, answer: UserAnswer) -> None:
+        problem = self._answer_problem(answer)
+        if problem:
+            raise ValueError(problem)
+
+    @workflow.signal
+    def answer_signal(self, answer: UserAnswer) -> None:
+        """Fire-and-forget answer; an invalid one is logged as an event and ignored."""
+        problem = self._answer_problem(answer)
+        if problem:
+            who = answer.responder or "an unnamed sender"
+            self._event(EventKind.SIGNAL_IGNORED, f"answer from {who}: {problem}")
+            return
+        self._answer = answer
+
+    def _answer_problem(self, answer: UserAnswer) -> str | None:
+        pending = self._pending_question
+        if pending is None or self._answer is not None:
+            return "no question is pending"
+        if answer.request_id != pending.request_id:
+            return f"unknown or stale request id {answer.request_id!r}"
+        if pending.expires_at is not None and workflow.now() >= pending.expires_at:
+            return "the question has expired"
+        if answer.answer is not None:
+            if not answer.answer.strip():
+                return "the answer is blank; send null to decline"
+            if len(answer.answer) > MAX_ANSWER_CHARS:
+                return f"the answer has {len(answer.answer)} characters; the limit is {MAX_ANSWER_CHARS}"
+        return None
+
+    @workflow.query
+    def status(self) -> CallState:
+        """Where the call is, what it waits for, its events and (once done) its result."""
+        return CallState(
+            workflow_id=self._workflow_id,
+            call_id=self._call_id,
+            tool=self._request.tool,
+            phase=self._phase,
+            capabilities=self._plan.capabilities if self._plan else [],
+            pending_approval=self._pending_approval,
+            pending_question=self._pending_question,
+            events=list(self._events),
+            result=self._result,
+        )
+
+    # Bookkeeping -----------------------------------------------------------------------------
+
+    def _event(self, kind: EventKind, message: str = "") -> None:
+        if kind is EventKind.SIGNAL_IGNORED and len(self._events) >= MAX_EVENTS:
+            self._dropped_events += 1
+            return
+        self._events.append(CallEvent(at=workflow.now(), kind=kind, message=message))
+
+    def _set_phase(self, phase: Phase, memo: dict[str, object] | None = None) -> None:
+        self._phase = phase
+        self._publish(phase.value)
+        if memo:
+            workflow.upsert_memo(memo)
+        workflow.set_current_details(f"{phase.value.replace('_', ' ')}: {self._request.tool}")
+
+    def _publish(self, status: str) -> None:
+        """Upsert the status with any search attributes not yet written, in one command."""
+        updates, self._search_updates = self._search_updates, []
+        workflow.upsert_search_attributes([*updates, SEARCH_STATUS.value_set(status)])
+
+    def _clear_pending(self) -> None:
+        if self._pending_approval is None and self._pending_question is None:
+            return
+        self._pending_approval = self._pending_question = None
+        workflow.upsert_memo({MEMO_PENDING_APPROVAL: None, MEMO_PENDING_QUESTION: None})
+
+    def _end(
+        self,
+        status: CallStatus,
+        code: ErrorCode | None = None,
+        message: str = "",
+        *,
+        output: object = None,
+    ) -> ToolCallResult:
+        error = ToolError(code=code, message=message) if code is not None else None
+        return self._end_with(status, error, output=output)
+
+    def _end_with(
+        self, status: CallStatus, error: ToolError | None, *, output: object = None
+    ) -> ToolCallResult:
+        if self._result is not None:
+            return self._result
+        if self._dropped_events:
+            self._events.append(
+                CallEvent(
+                    at=workflow.now(),
+                    kind=EventKind.SIGNAL_IGNORED,
+                    message=f"{self._dropped_events} more ignored signals not listed",
+                )
+            )
+        finished = f"{status.value}: {error.message}" if error else status.value
+        self._events.append(CallEvent(at=workflow.now(), kind=EventKind.FINISHED, message=finished))
+        plan = self._plan
+        self._result = ToolCallResult(
+            workflow_id=self._workflow_id,
+            call_id=self._call_id,
+            tool=plan.tool if plan else self._request.tool,
+            status=status,
+            output=output,
+            error=error,
+            approval=self._approval,
+            digest=plan.digest if plan else None,
+            capabilities=plan.capabilities if plan else [],
+            events=list(self._events),
+            started_at=self._started_at,
+            finished_at=workflow.now(),
+            waited_seconds=self._waited.total_seconds(),
+            run_seconds=self._ran.total_seconds(),
+        )
+        self._phase = Phase.DONE
+        self._clear_pending()
+        self._publish(status.value)
+        workflow.set_current_details(f"{status.value}: {self._result.tool}")
+        return self._result
+
+
+def _deadline(request: ToolCallRequest, started: datetime) -> datetime | None:
+    candidates = [d for d in (request.deadline, request.timeout and started + request.timeout) if d]
+    return min(candidates) if candidates else None
+
+
+def _name(kind: TimeoutType | None) -> str:
+    return kind.name.lower().replace("_", "-") if kind is not None else "unknown"
