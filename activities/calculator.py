@@ -25,7 +25,7 @@ MAX_EXPRESSION_CHARS = 256
 MAX_NODES = 128
 MAX_EXPONENT = 10_000
 MAX_INT_DIGITS = 300
-"""Integers must stay below ``10**MAX_INT_DIGITS``; floats below that or finite, whichever is less."""
+"""Integers and floats must stay below ``10**MAX_INT_DIGITS`` (floats must also be finite)."""
 _MAX_MAGNITUDE = 10**MAX_INT_DIGITS
 _ALLOWED_CHARS = re.compile(r"[0-9eE_.+\-*/%()\s]*")
 
@@ -80,16 +80,16 @@ def parse(expression: str) -> ast.expr:
         )
     if _ALLOWED_CHARS.fullmatch(text) is None:
         char = next(c for c in text if not _ALLOWED_CHARS.fullmatch(c))
-        raise CalculationError(f"unsupported character {char!r}; only numbers and + - * / // % ** ( )")
+        raise CalculationError(
+            f"unsupported character {char!r}; only numbers and + - * / // % ** ( )"
+        )
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
         raise CalculationError(f"invalid expression: {exc.msg}") from None
     except (MemoryError, RecursionError, ValueError):
         raise CalculationError("invalid expression: too complex to parse") from None
-    nodes = 0
-    for node in ast.walk(tree.body):
-        nodes += 1
+    for nodes, node in enumerate(ast.walk(tree.body), start=1):
         if nodes > MAX_NODES:
             raise CalculationError(f"expression has more than {MAX_NODES} syntax nodes")
         _check_node(node)
@@ -118,7 +118,7 @@ def evaluate(expression: str) -> Number:
 
 
 def _eval(node: ast.expr) -> Number:
-    if isinstance(node, ast.Constant):
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
         return _bounded(node.value)
     if isinstance(node, ast.UnaryOp):
         return _bounded(_UNARY[type(node.op)](_eval(node.operand)))

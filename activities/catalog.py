@@ -226,7 +226,9 @@ class Catalog:
     def _validate_settings(self) -> None:
         s = self.settings
         if not 1 <= s.read_attempts <= MAX_READ_ATTEMPTS:
-            raise CatalogError(f"read_attempts must be 1-{MAX_READ_ATTEMPTS}, not {s.read_attempts}")
+            raise CatalogError(
+                f"read_attempts must be 1-{MAX_READ_ATTEMPTS}, not {s.read_attempts}"
+            )
         if s.schedule_to_start <= timedelta(0):
             raise CatalogError("schedule_to_start must be positive")
         if s.question_timeout <= timedelta(0):
@@ -283,8 +285,7 @@ class Catalog:
                 error=ToolError(
                     code=ErrorCode.UNKNOWN_TOOL,
                     message=(
-                        f"unknown tool {request.tool[:64]!r}; "
-                        f"available: {', '.join(self._specs)}"
+                        f"unknown tool {request.tool[:64]!r}; available: {', '.join(self._specs)}"
                     ),
                 )
             )

@@ -67,7 +67,9 @@ def _load_zone(name: str) -> tzinfo:
                 f"timezone {name!r} is unavailable: no timezone database on this worker "
                 "(install the tzdata package)"
             ) from None
-        raise ValueError(f"unknown timezone {name!r}; use an IANA name like Europe/Zurich") from None
+        raise ValueError(
+            f"unknown timezone {name!r}; use an IANA name like Europe/Zurich"
+        ) from None
 
 
 def describe(now: datetime, name: str) -> DateTimeResult:

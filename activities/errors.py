@@ -1,4 +1,4 @@
-"""The one way a tool reports failure: a typed ``ApplicationError`` whose ``type`` is an ``ErrorCode``.
+"""The one way a tool reports failure: an ``ApplicationError`` whose ``type`` is an ``ErrorCode``.
 
 The workflow maps the ``type`` back to a ``ToolError``; ``details[0]`` carries the argument names
 the model should change and, for a canceled or interrupted tool, its partial output.

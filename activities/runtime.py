@@ -96,7 +96,9 @@ class ToolRuntime:
     def pure_tools(self) -> list[str]:
         """Names of enabled pure, activity-backed tools (candidates for local activities)."""
         return [
-            s.name for s in self.catalog if s.side_effect is SideEffect.PURE and s.family is not None
+            s.name
+            for s in self.catalog
+            if s.side_effect is SideEffect.PURE and s.family is not None
         ]
 
     def _execute_activity(self, spec: ToolSpec, method: ToolMethod) -> Callable[..., Any]:
@@ -141,9 +143,10 @@ class ToolRuntime:
         except ValidationError as exc:
             error = invalid_arguments(spec.name, exc)
             raise tool_error(error.code, error.message, fixable_args=error.fixable_args) from None
-        if input.tool != spec.name or call_digest(
-            spec.name, args.model_dump(mode="json")
-        ) != input.digest:
+        if (
+            input.tool != spec.name
+            or call_digest(spec.name, args.model_dump(mode="json")) != input.digest
+        ):
             raise tool_error(
                 ErrorCode.POLICY_DENIED, f"{spec.name}: arguments do not match the call's digest"
             )

@@ -25,7 +25,8 @@ def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The strict JSON Schema of ``model``'s validation input."""
     raw = model.model_json_schema(mode="validation")
     defs = raw.pop("$defs", {})
-    return _normalise(raw, defs, ())
+    schema: dict[str, Any] = _normalise(raw, defs, ())
+    return schema
 
 
 def _normalise(node: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> Any:

@@ -84,8 +84,14 @@ def _leave(code: int, message: str | None = None) -> None:
     os._exit(code)
 
 
-def _dev_server(config: Config, db: str | None = None, *, port: int | None = None,
-                ui_port: int | None = None, headless: bool = False) -> DevServer:
+def _dev_server(
+    config: Config,
+    db: str | None = None,
+    *,
+    port: int | None = None,
+    ui_port: int | None = None,
+    headless: bool = False,
+) -> DevServer:
     dev = config.dev
     return DevServer(
         Path(db) if db else dev.data_dir / "temporal.db",
@@ -135,6 +141,8 @@ async def _dev(config: Config, args: argparse.Namespace) -> int:
     )
     async with server:
         ui = f"; UI http://{server.ip}:{server.ui_port}" if server.ui_port else ""
-        print(f"Temporal dev server at {server.address} (state in {server.db_file}){ui}", flush=True)
+        print(
+            f"Temporal dev server at {server.address} (state in {server.db_file}){ui}", flush=True
+        )
         await stop.wait()
     return EXIT_OK

@@ -43,9 +43,7 @@ def resolve_target(
     from_file = ClientConfigProfile.load(
         section.profile, config_source=source, disable_env=True, override_env_vars=env
     )
-    from_env = ClientConfigProfile.load(
-        section.profile, disable_file=True, override_env_vars=env
-    )
+    from_env = ClientConfigProfile.load(section.profile, disable_file=True, override_env_vars=env)
     profile = from_file
     for layer in (
         ClientConfigProfile(address=section.address, namespace=section.namespace),
@@ -60,9 +58,9 @@ def resolve_target(
                 if getattr(layer, f.name) not in (None, {})
             },
         )
-    connect = dict(profile.to_client_connect_config())
-    resolved_address = connect.pop("target_host", None) or DEFAULT_ADDRESS
-    resolved_namespace = connect.pop("namespace", None) or DEFAULT_NAMESPACE
+    connect: dict[str, Any] = dict(profile.to_client_connect_config())
+    resolved_address = str(connect.pop("target_host", None) or DEFAULT_ADDRESS)
+    resolved_namespace = str(connect.pop("namespace", None) or DEFAULT_NAMESPACE)
     return Target(resolved_address, resolved_namespace, connect)
 
 

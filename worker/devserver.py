@@ -154,7 +154,9 @@ class DevServer:
                     pass
             await asyncio.sleep(0.1)
         self.stop()
-        raise DevServerError(f"the dev server did not start within {timeout:g}s; see {self.log_file}")
+        raise DevServerError(
+            f"the dev server did not start within {timeout:g}s; see {self.log_file}"
+        )
 
     def stop(self) -> None:
         """Terminate the server's process group, then kill it after a grace period."""

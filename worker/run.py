@@ -7,6 +7,7 @@ import logging
 import signal
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
+from typing import Any
 
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import (
@@ -14,6 +15,7 @@ from temporalio.api.operatorservice.v1 import (
     ListSearchAttributesRequest,
 )
 from temporalio.client import Client
+from temporalio.common import SearchAttributeKey
 from temporalio.service import RPCError
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
@@ -102,9 +104,9 @@ async def ensure_search_attributes(client: Client) -> list[str]:
         )
     except RPCError as exc:
         commands = "; ".join(
-            f"temporal operator search-attribute create --name {name} "
-            f"--type {IndexedValueType.Name(kind).removeprefix('INDEXED_VALUE_TYPE_').title().replace('_', '')}"
-            for name, kind in missing.items()
+            f"temporal operator search-attribute create --name {key.name} --type {_type_name(key)}"
+            for key in SEARCH_ATTRIBUTES
+            if key.name in missing
         )
         raise StartupError(
             f"search attributes {', '.join(missing)} are not registered in namespace "
@@ -144,3 +146,9 @@ def stop_on_signals(stop: asyncio.Event) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+
+
+def _type_name(key: SearchAttributeKey[Any]) -> str:
+    """The CLI's name of a search attribute type: ``Keyword``, ``KeywordList``."""
+    name = IndexedValueType.Name(IndexedValueType.ValueType(int(key.indexed_value_type)))
+    return name.removeprefix("INDEXED_VALUE_TYPE_").title().replace("_", "")

@@ -42,9 +42,9 @@ def match(policy: CapabilityPolicy, capability: str) -> tuple[Effect, str]:
         return exact, capability
     best: str | None = None
     for key in policy.rules:
-        if key.endswith(".*") and capability.startswith(key[:-1]):
-            if best is None or len(key) > len(best):
-                best = key
+        prefix_match = key.endswith(".*") and capability.startswith(key[:-1])
+        if prefix_match and (best is None or len(key) > len(best)):
+            best = key
     if best is not None:
         return policy.rules[best], best
     return policy.default_effect, "default"
@@ -73,10 +73,8 @@ class Decision:
     deciding: tuple[Verdict, ...]
 
     def reasons(self) -> list[str]:
-        """Readable reasons, e.g. ``process.execute: require_approval (deployment rule default)``."""
-        return [
-            f"{v.subject}: {v.effect.value} ({v.source} rule {v.rule})" for v in self.deciding
-        ]
+        """Readable reasons, e.g. ``git.write: require_approval (deployment rule default)``."""
+        return [f"{v.subject}: {v.effect.value} ({v.source} rule {v.rule})" for v in self.deciding]
 
 
 def decide(

@@ -1,6 +1,7 @@
 """``ToolCallWorkflow``: one tool call, from the model's request to one typed result.
 
-plan (local activity) -> decide (pure policy) -> [prepare -> wait for approval] -> execute -> result.
+plan (local activity) -> decide (pure policy) -> [prepare -> wait for approval] -> execute
+-> result.
 ``ask_user`` has no activity: the workflow asks and waits for the answer itself. Every wait is a
 durable timer (or none, when the request says to wait forever), so a call survives worker and
 server restarts, and every decision is in history. Tool failures never fail the workflow.
@@ -14,14 +15,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RetryPolicy, SearchAttributeUpdate
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
     CancelledError,
-    TimeoutError,
     TimeoutType,
 )
+from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 
 from workflows import policy
 from workflows.models import (
@@ -110,7 +111,9 @@ class ToolCallWorkflow:
         self._waited = timedelta(0)
         self._ran = timedelta(0)
         self._result: ToolCallResult | None = None
-        self._search_updates = [SEARCH_TOOL.value_set(request.tool[:MAX_KEYWORD_CHARS])]
+        self._search_updates: list[SearchAttributeUpdate[Any]] = [
+            SEARCH_TOOL.value_set(request.tool[:MAX_KEYWORD_CHARS])
+        ]
 
     @workflow.run
     async def run(self, request: ToolCallRequest) -> ToolCallResult:
@@ -125,14 +128,14 @@ class ToolCallWorkflow:
 
     async def _life(self) -> ToolCallResult:
         plan = await self._planned()
-        decision = policy.decide(
-            plan.ceiling, self._request.policy, plan.tool, plan.capabilities
-        )
+        decision = policy.decide(plan.ceiling, self._request.policy, plan.tool, plan.capabilities)
         if decision.effect is Effect.DENY:
             reasons = "; ".join(decision.reasons())
             self._event(EventKind.POLICY_DENIED, reasons)
             return self._end(
-                CallStatus.DENIED, ErrorCode.POLICY_DENIED, f"{plan.tool}: denied by policy: {reasons}"
+                CallStatus.DENIED,
+                ErrorCode.POLICY_DENIED,
+                f"{plan.tool}: denied by policy: {reasons}",
             )
         self._check_budget()
         if decision.effect is Effect.REQUIRE_APPROVAL:
@@ -163,7 +166,8 @@ class ToolCallWorkflow:
         if outcome.plan is None:
             error = outcome.error or ToolError(code=ErrorCode.INTERNAL, message="plan gave nothing")
             raise _Ended(self._end_with(CallStatus.FAILED, error))
-        plan = self._plan = outcome.plan
+        plan: CallPlan = outcome.plan
+        self._plan = plan
         self._search_updates += [
             SEARCH_TOOL.value_set(plan.tool),
             SEARCH_CAPABILITIES.value_set(plan.capabilities),
@@ -220,7 +224,9 @@ class ToolCallWorkflow:
             self._event(EventKind.APPROVAL_DENIED, f"by {who} via {approval.via}{because}")
             raise _Ended(
                 self._end(
-                    CallStatus.DENIED, ErrorCode.APPROVAL_DENIED, f"{plan.tool}: denied by {who}{because}"
+                    CallStatus.DENIED,
+                    ErrorCode.APPROVAL_DENIED,
+                    f"{plan.tool}: denied by {who}{because}",
                 )
             )
         self._event(EventKind.APPROVAL_GRANTED, f"by {who} via {approval.via}{because}")
@@ -296,20 +302,24 @@ class ToolCallWorkflow:
             )
         except ActivityError as err:
             raise _Ended(self._failed(plan, err.cause, started=err.started_event_id > 0)) from None
-        except (ApplicationError, TimeoutError) as err:
+        except (ApplicationError, ActivityTimeoutError) as err:
             # A local activity's failure arrives unwrapped.
             raise _Ended(self._failed(plan, err, started=True)) from None
         finally:
             self._ran += workflow.now() - started
 
-    def _failed(self, plan: CallPlan, cause: BaseException | None, *, started: bool) -> ToolCallResult:
+    def _failed(
+        self, plan: CallPlan, cause: BaseException | None, *, started: bool
+    ) -> ToolCallResult:
         """Map an activity failure to the call's status and ``ToolError``."""
         tool = plan.tool
         if isinstance(cause, ApplicationError):
-            details = cause.details[0] if cause.details and isinstance(cause.details[0], dict) else {}
-            known = cause.type in _KNOWN_CODES
-            code = ErrorCode(cause.type) if known else ErrorCode.EXECUTION_FAILED
-            message = cause.message if known else f"{tool}: {cause.type}: {cause.message}"
+            details = (
+                cause.details[0] if cause.details and isinstance(cause.details[0], dict) else {}
+            )
+            kind = cause.type or ""
+            code = ErrorCode(kind) if kind in _KNOWN_CODES else ErrorCode.EXECUTION_FAILED
+            message = cause.message if code.value == kind else f"{tool}: {kind}: {cause.message}"
             error = ToolError(
                 code=code,
                 message=message,
@@ -320,11 +330,13 @@ class ToolCallWorkflow:
             return self._end_with(status, error, output=details.get("output"))
         if isinstance(cause, CancelledError):
             return self._end(CallStatus.CANCELED, ErrorCode.CANCELED, f"{tool}: canceled")
-        if isinstance(cause, TimeoutError):
+        if isinstance(cause, ActivityTimeoutError):
             return self._timed_out(plan, cause.type, started=started)
         return self._end(CallStatus.FAILED, ErrorCode.INTERNAL, f"{tool}: {cause}")
 
-    def _timed_out(self, plan: CallPlan, kind: TimeoutType | None, *, started: bool) -> ToolCallResult:
+    def _timed_out(
+        self, plan: CallPlan, kind: TimeoutType | None, *, started: bool
+    ) -> ToolCallResult:
         opts = plan.activity
         assert opts is not None
         tool = plan.tool
@@ -368,7 +380,7 @@ class ToolCallWorkflow:
         try:
             await workflow.wait_condition(done, timeout=timeout)
             return True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
         finally:
             self._waited += workflow.now() - started
@@ -388,7 +400,7 @@ class ToolCallWorkflow:
             self._end(
                 status,
                 ErrorCode.BUDGET_EXCEEDED,
-                f"{self._request.tool}: the call's deadline {self._deadline.isoformat()} has passed",
+                f"{self._request.tool}: the call's deadline {self._deadline.isoformat()} passed",
             )
         )
 
@@ -496,7 +508,8 @@ class ToolCallWorkflow:
             if not answer.answer.strip():
                 return "the answer is blank; send null to decline"
             if len(answer.answer) > MAX_ANSWER_CHARS:
-                return f"the answer has {len(answer.answer)} characters; the limit is {MAX_ANSWER_CHARS}"
+                size = len(answer.answer)
+                return f"the answer has {size} characters; the limit is {MAX_ANSWER_CHARS}"
         return None
 
     @workflow.query

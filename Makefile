@@ -1,0 +1,38 @@
+# The two commands: `make run` (worker + embedded Temporal dev server) and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+CONFIG ?= examples/toolcalls.toml
+
+.PHONY: run test lint typecheck check record-histories bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/toolcalls worker --dev --config $(CONFIG)
+
+test: $(STAMP)
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+check: lint typecheck test
+
+record-histories: $(STAMP)
+	$(BIN)/python -m tests.record_histories
+
+bench: $(STAMP)
+	$(BIN)/python -m bench.local_activities
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,145 @@
+"""Probe tools for workflow tests: real activities with controllable behaviour.
+
+They are declared with ``ToolSpec`` like the built-ins and registered under their own names, so
+the workflow under test is exactly the production one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from pydantic import Field
+
+from activities.base import CallContext, ToolArgs, ToolResult
+from activities.catalog import BUILTIN_TOOLS, Timeouts, ToolSpec
+from activities.errors import tool_error
+from activities.heartbeat import Heartbeat
+from workflows.models import ErrorCode, Prepared, PreviewArtifact, SideEffect
+
+
+class SleepArgs(ToolArgs):
+    seconds: float = Field(ge=0, le=60)
+
+
+class SleepResult(ToolResult):
+    ticks: int
+
+
+class EchoArgs(ToolArgs):
+    text: str = ""
+    size: int = Field(default=0, ge=0, le=4_000_000)
+
+
+class EchoResult(ToolResult):
+    text: str
+
+
+class WriteArgs(ToolArgs):
+    token: str
+
+
+class WriteResult(ToolResult):
+    token: str
+    idempotency_key: str
+    approved_by: str | None
+
+
+class ProbeTools:
+    """Activities whose behaviour the tests choose; ``runs`` counts executions per tool."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, int] = {}
+        self.expected: dict[str, str] = {}
+        """Token ``probe_write`` must still find at execution (its precondition)."""
+
+    def _count(self, name: str) -> None:
+        self.runs[name] = self.runs.get(name, 0) + 1
+
+    async def probe_sleep(self, args: SleepArgs, call: CallContext) -> SleepResult:
+        """Sleep while heartbeating; on cancellation return the ticks so far as partial output."""
+        self._count("probe_sleep")
+        ticks = 0
+        async with Heartbeat(ticks=0) as beat:
+            try:
+                while ticks < args.seconds * 10:
+                    await asyncio.sleep(0.1)
+                    ticks += 1
+                    beat.update(ticks=ticks)
+            except asyncio.CancelledError:
+                raise tool_error(
+                    ErrorCode.CANCELED, "probe_sleep: canceled", output={"ticks": ticks}
+                ) from None
+        return SleepResult(ticks=ticks)
+
+    async def probe_stall(self, args: SleepArgs, call: CallContext) -> SleepResult:
+        """A write that never heartbeats: it looks exactly like a lost worker."""
+        self._count("probe_stall")
+        await asyncio.sleep(args.seconds)
+        return SleepResult(ticks=0)
+
+    async def probe_slow_read(self, args: SleepArgs, call: CallContext) -> SleepResult:
+        self._count("probe_slow_read")
+        await asyncio.sleep(args.seconds)
+        return SleepResult(ticks=0)
+
+    async def probe_echo(self, args: EchoArgs, call: CallContext) -> EchoResult:
+        self._count("probe_echo")
+        return EchoResult(text=args.text + "x" * args.size)
+
+    async def probe_boom(self, args: EchoArgs, call: CallContext) -> EchoResult:
+        self._count("probe_boom")
+        raise RuntimeError(f"boom: {args.text}")
+
+    async def prepare_probe_write(self, args: WriteArgs, call: CallContext) -> Prepared:
+        return Prepared(
+            preview=[PreviewArtifact(kind="diff", title="change", text=f"+{args.token}\n")],
+            precondition={"token": self.expected.get(args.token, args.token)},
+        )
+
+    async def probe_write(self, args: WriteArgs, call: CallContext) -> WriteResult:
+        self._count("probe_write")
+        now = self.expected.get(args.token, args.token)
+        if call.precondition != {"token": now}:
+            raise tool_error(ErrorCode.PRECONDITION_FAILED, "probe_write: changed since preview")
+        return WriteResult(
+            token=args.token,
+            idempotency_key=call.idempotency_key,
+            approved_by=call.approval.approver if call.approval else None,
+        )
+
+
+def _spec(
+    name: str,
+    args: type[ToolArgs],
+    result: type[ToolResult],
+    side_effect: SideEffect,
+    capabilities: tuple[str, ...],
+    start_to_close: float,
+    heartbeat: float | None = None,
+) -> ToolSpec:
+    return ToolSpec(
+        name=name,
+        description=f"test probe {name}",
+        arguments=args,
+        result=result,
+        side_effect=side_effect,
+        capabilities=capabilities,
+        timeouts=Timeouts(
+            start_to_close=timedelta(seconds=start_to_close),
+            heartbeat=timedelta(seconds=heartbeat) if heartbeat else None,
+        ),
+        family=ProbeTools,
+    )
+
+
+PROBE_TOOLS = (
+    _spec("probe_sleep", SleepArgs, SleepResult, SideEffect.WRITE, ("process.execute",), 60, 2),
+    _spec("probe_stall", SleepArgs, SleepResult, SideEffect.WRITE, ("process.execute",), 30, 1),
+    _spec("probe_slow_read", SleepArgs, SleepResult, SideEffect.READ, ("network.read",), 1),
+    _spec("probe_echo", EchoArgs, EchoResult, SideEffect.READ, ("network.read",), 5),
+    _spec("probe_boom", EchoArgs, EchoResult, SideEffect.READ, ("network.read",), 5),
+    _spec("probe_write", WriteArgs, WriteResult, SideEffect.WRITE, ("filesystem.write",), 5),
+)
+ALL_TOOLS = (*BUILTIN_TOOLS, *PROBE_TOOLS)
+ALL_TOOL_NAMES = [spec.name for spec in ALL_TOOLS]
