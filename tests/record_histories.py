@@ -1,0 +1,223 @@
+"""Re-record the golden histories replayed by ``tests/workflows/test_replay.py``.
+
+    make record-histories        (or: python -m tests.record_histories)
+
+Each scenario runs one real call through ``ToolCallWorkflow`` on a fresh dev server and writes its
+history to ``tests/histories/<scenario>.json``. Re-record only when a change to the workflow is
+meant to change its command sequence for *new* runs, and keep the old files too (rename them) so
+that running calls recorded with the old code keep replaying: that is what ``workflow.patched``
+is for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from tests.support.harness import Handle, make_config, running_worker, start_call, wait_for
+from worker.devserver import temporal_binary
+from workflows.models import (
+    SEARCH_ATTRIBUTES,
+    ApprovalDecision,
+    CapabilityPolicy,
+    DecisionInput,
+    Effect,
+    Phase,
+    UserAnswer,
+)
+from workflows.tool_call import ToolCallWorkflow
+
+HISTORIES = Path(__file__).parent / "histories"
+
+Scenario = Callable[[Client, str], Awaitable[Handle]]
+CALCULATOR_NEEDS_APPROVAL = CapabilityPolicy(tools={"calculator": Effect.REQUIRE_APPROVAL})
+
+
+async def allowed(client: Client, queue: str) -> Handle:
+    return await start_call(client, queue, "calculator", {"expression": "2 ** 10"})
+
+
+async def allowed_activity(client: Client, queue: str) -> Handle:
+    return await start_call(client, queue, "probe_echo", {"text": "hello"})
+
+
+async def policy_denied(client: Client, queue: str) -> Handle:
+    return await start_call(
+        client, queue, "probe_echo", {"text": "x"}, policy=CapabilityPolicy(default_effect="deny")
+    )
+
+
+async def approved(client: Client, queue: str) -> Handle:
+    handle = await start_call(client, queue, "probe_write", {"token": "t1"})
+    state = await wait_for(handle, lambda s: s.pending_approval is not None)
+    pending = state.pending_approval
+    assert pending is not None
+    await handle.execute_update(
+        ToolCallWorkflow.decide,
+        ApprovalDecision(
+            request_id=pending.request_id,
+            digest=pending.digest,
+            approved=True,
+            approver="alice",
+            reason="looks right",
+        ),
+    )
+    return handle
+
+
+async def approver_denied(client: Client, queue: str) -> Handle:
+    handle = await start_call(client, queue, "probe_write", {"token": "t2"})
+    state = await wait_for(handle, lambda s: s.pending_approval is not None)
+    pending = state.pending_approval
+    assert pending is not None
+    await handle.signal(
+        ToolCallWorkflow.deny,
+        DecisionInput(request_id=pending.request_id, digest=pending.digest, approver="bob"),
+    )
+    return handle
+
+
+async def approval_timed_out(client: Client, queue: str) -> Handle:
+    return await start_call(
+        client,
+        queue,
+        "calculator",
+        {"expression": "1 + 1"},
+        policy=CALCULATOR_NEEDS_APPROVAL,
+        approval_timeout=timedelta(seconds=1),
+    )
+
+
+async def _answer(client: Client, queue: str, text: str | None, *, signal: bool) -> Handle:
+    handle = await start_call(
+        client, queue, "ask_user", {"question": "Which format?", "options": ["JSON", "CSV"]}
+    )
+    state = await wait_for(handle, lambda s: s.pending_question is not None)
+    assert state.pending_question is not None
+    answer = UserAnswer(request_id=state.pending_question.request_id, answer=text, responder="u")
+    if signal:
+        await handle.signal(ToolCallWorkflow.answer_signal, answer)
+    else:
+        await handle.execute_update(ToolCallWorkflow.answer, answer)
+    return handle
+
+
+async def question_answered(client: Client, queue: str) -> Handle:
+    return await _answer(client, queue, "CSV", signal=False)
+
+
+async def question_declined(client: Client, queue: str) -> Handle:
+    return await _answer(client, queue, None, signal=True)
+
+
+async def canceled(client: Client, queue: str) -> Handle:
+    handle = await start_call(client, queue, "probe_sleep", {"seconds": 30})
+    await wait_for(handle, lambda s: s.phase is Phase.RUNNING)
+    await asyncio.sleep(1)
+    await handle.cancel()
+    return handle
+
+
+async def tool_failure(client: Client, queue: str) -> Handle:
+    return await start_call(client, queue, "calculator", {"expression": "1 / 0"})
+
+
+async def unknown_tool(client: Client, queue: str) -> Handle:
+    return await start_call(client, queue, "no_such_tool", {})
+
+
+async def invalid_arguments(client: Client, queue: str) -> Handle:
+    return await start_call(client, queue, "calculator", {"expression": "x + 1"})
+
+
+async def timed_out(client: Client, queue: str) -> Handle:
+    return await start_call(client, queue, "probe_slow_read", {"seconds": 3})
+
+
+async def uncertain(client: Client, queue: str) -> Handle:
+    return await start_call(client, queue, "probe_stall", {"seconds": 5})
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "allowed": allowed,
+    "allowed_activity": allowed_activity,
+    "policy_denied": policy_denied,
+    "approved": approved,
+    "approver_denied": approver_denied,
+    "approval_timed_out": approval_timed_out,
+    "question_answered": question_answered,
+    "question_declined": question_declined,
+    "canceled": canceled,
+    "tool_failure": tool_failure,
+    "unknown_tool": unknown_tool,
+    "invalid_arguments": invalid_arguments,
+    "timed_out": timed_out,
+    "uncertain": uncertain,
+}
+EXPECTED_STATUS = {
+    "allowed": "completed",
+    "allowed_activity": "completed",
+    "policy_denied": "denied",
+    "approved": "completed",
+    "approver_denied": "denied",
+    "approval_timed_out": "denied",
+    "question_answered": "completed",
+    "question_declined": "completed",
+    "canceled": "canceled",
+    "tool_failure": "failed",
+    "unknown_tool": "failed",
+    "invalid_arguments": "failed",
+    "timed_out": "timed_out",
+    "uncertain": "uncertain",
+}
+"""The status each recorded history ends with; the replay test checks the files against it."""
+
+
+async def record(names: list[str]) -> None:
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_binary(),
+        search_attributes=SEARCH_ATTRIBUTES,
+        data_converter=pydantic_data_converter,
+    )
+    HISTORIES.mkdir(exist_ok=True)
+    try:
+        for name in names:
+            queue = f"record-{uuid.uuid4()}"
+            ceiling = {"default_effect": "allow"} if name in ("canceled", "uncertain") else None
+            sections = {"ceiling": ceiling} if ceiling else {}
+            async with running_worker(env.client, make_config(queue, **sections)):
+                handle = await SCENARIOS[name](env.client, queue)
+                result = await asyncio.wait_for(handle.result(), 60)
+            if result.status.value != EXPECTED_STATUS[name]:
+                raise SystemExit(
+                    f"{name}: ended {result.status.value}, not {EXPECTED_STATUS[name]}"
+                )
+            history = await handle.fetch_history()
+            (HISTORIES / f"{name}.json").write_text(history.to_json() + "\n", encoding="utf-8")
+            print(f"{name}: {result.status.value}, {len(history.events)} events", flush=True)
+    finally:
+        await env.shutdown()
+
+
+def main() -> None:
+    names = sys.argv[1:] or list(SCENARIOS)
+    unknown = [name for name in names if name not in SCENARIOS]
+    if unknown:
+        print(f"unknown scenarios: {', '.join(unknown)}", file=sys.stderr)
+        os._exit(2)
+    asyncio.run(record(names))
+    sys.stdout.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""Golden histories of every path replay against today's ToolCallWorkflow.
+
+A change to the workflow's command sequence without ``workflow.patched`` breaks running calls;
+these histories make such a change fail here first. Re-record with ``make record-histories``.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from temporalio import workflow
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from tests.record_histories import EXPECTED_STATUS, HISTORIES
+from worker.run import sandbox_runner
+from workflows.models import WORKFLOW_NAME, ToolCallRequest, ToolCallResult
+from workflows.tool_call import ToolCallWorkflow
+
+
+def _load(path: Path) -> WorkflowHistory:
+    return WorkflowHistory.from_json(path.stem, path.read_text(encoding="utf-8"))
+
+
+def _replayer(*workflows: type) -> Replayer:
+    return Replayer(
+        workflows=list(workflows or [ToolCallWorkflow]),
+        data_converter=pydantic_data_converter,
+        workflow_runner=sandbox_runner(),
+    )
+
+
+def test_every_path_has_a_recording() -> None:
+    recorded = sorted(path.stem for path in HISTORIES.glob("*.json"))
+    assert recorded == sorted(EXPECTED_STATUS)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_STATUS))
+async def test_history_replays(name: str) -> None:
+    history = _load(HISTORIES / f"{name}.json")
+    result = await _replayer().replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None, f"{name}: {result.replay_failure}"
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_STATUS))
+def test_recording_ends_with_its_status(name: str) -> None:
+    """The recordings really are the paths they are named after."""
+    last = _load(HISTORIES / f"{name}.json").events[-1]
+    payload = last.workflow_execution_completed_event_attributes.result.payloads[0]
+    [result] = pydantic_data_converter.payload_converter.from_payloads([payload], [ToolCallResult])
+    assert result.status.value == EXPECTED_STATUS[name]
+
+
+@workflow.defn(name=WORKFLOW_NAME, sandboxed=False)
+class EditedWithoutPatch:
+    """A 'new version' that sleeps before planning: a changed command sequence, no patch."""
+
+    @workflow.run
+    async def run(self, request: ToolCallRequest) -> ToolCallResult:
+        await workflow.sleep(timedelta(seconds=1))
+        raise RuntimeError("unreachable in replay")
+
+
+async def test_edit_without_patch_is_nondeterministic() -> None:
+    history = _load(HISTORIES / "allowed.json")
+    result = await _replayer(EditedWithoutPatch).replay_workflow(
+        history, raise_on_replay_failure=False
+    )
+    assert result.replay_failure is not None
+    assert "nondetermin" in str(result.replay_failure).lower()
