@@ -2,9 +2,10 @@
 
 Touches nothing outside the process. The expression is checked three times before any arithmetic:
 a length cap (the parser itself can exhaust memory on long inputs), a character allowlist, and an
-AST walk that admits only numbers, parentheses, unary signs and ``+ - * / // % **``. Evaluation
-then bounds every intermediate value: powers are estimated with logarithms before they are
-computed, integers stay under ``MAX_INT_DIGITS`` digits and floats must stay finite.
+AST walk that admits only finite numbers below the magnitude limit, parentheses, unary signs and
+``+ - * / // % **``. Evaluation then bounds every intermediate value: powers are estimated with
+logarithms before they are computed, integers stay under ``MAX_INT_DIGITS`` digits and floats must
+stay finite.
 """
 
 from __future__ import annotations
@@ -98,10 +99,15 @@ def parse(expression: str) -> ast.expr:
 
 def _check_node(node: ast.AST) -> None:
     if isinstance(node, ast.Constant):
-        if type(node.value) not in (int, float):
-            raise CalculationError(f"unsupported constant {node.value!r}")
-        if isinstance(node.value, float) and not math.isfinite(node.value):
+        value = node.value
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise CalculationError(f"unsupported constant {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):
             raise CalculationError("number is not finite")
+        if abs(value) >= _MAX_MAGNITUDE:
+            # Caught here rather than in evaluation so a literal like 1e308 fails when the
+            # arguments are validated, with a message about the number and not a "result".
+            raise CalculationError(f"number {_brief(value)} is too large")
     elif isinstance(node, ast.BinOp):
         if type(node.op) not in _BINARY and not isinstance(node.op, ast.Pow):
             raise CalculationError(f"unsupported operator {type(node.op).__name__}")
@@ -137,7 +143,9 @@ def _eval(node: ast.expr) -> Number:
 
 def _power(base: Number, exponent: Number) -> Number:
     if abs(exponent) > MAX_EXPONENT:
-        raise CalculationError(f"exponent {exponent} is larger than {MAX_EXPONENT}")
+        raise CalculationError(
+            f"exponent {_brief(exponent)} is out of range; the limit is ±{MAX_EXPONENT}"
+        )
     if base == 0 and exponent < 0:
         raise CalculationError("division by zero")
     if base != 0 and abs(base) != 1 and math.log10(abs(base)) * exponent > MAX_INT_DIGITS:
@@ -151,6 +159,14 @@ def _power(base: Number, exponent: Number) -> Number:
     if isinstance(value, complex):
         raise CalculationError("result is not a real number")
     return _bounded(value)
+
+
+def _brief(value: Number) -> str:
+    """``value`` for an error message: a 300-digit integer is named by its length."""
+    text = repr(value)
+    if isinstance(value, int) and len(text) > 24:
+        return f"of {len(text.lstrip('-'))} digits"
+    return text
 
 
 def _bounded(value: Number) -> Number:

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, get_args
 
 import rfc8785
 from pydantic import BaseModel, ValidationError
@@ -317,6 +317,12 @@ class Catalog:
                 activity = activity.model_copy(
                     update={"local": local, "task_queue": request.task_queue or activity.task_queue}
                 )
+        try:
+            digest = call_digest(spec.name, arguments)
+        except rfc8785.CanonicalizationError:
+            # A number JSON cannot carry exactly (an integer beyond 2**53, say) is the model's to
+            # fix, not an internal failure of the plan activity.
+            return PlanOutcome(error=_uncanonical_arguments(spec.name, arguments))
         return PlanOutcome(
             plan=CallPlan(
                 tool=spec.name,
@@ -324,7 +330,7 @@ class Catalog:
                 capabilities=capabilities,
                 side_effect=spec.side_effect,
                 ceiling=policy.evaluate(ceiling, spec.name, capabilities, policy.DEPLOYMENT),
-                digest=call_digest(spec.name, arguments),
+                digest=digest,
                 activity=activity,
                 prepare=spec.has_prepare,
                 question_timeout=self.settings.question_timeout if spec.family is None else None,
@@ -362,6 +368,36 @@ def invalid_arguments(tool: str, exc: ValidationError) -> ToolError:
     )
 
 
+def _uncanonical_arguments(tool: str, arguments: Mapping[str, Any]) -> ToolError:
+    names = []
+    for name, value in arguments.items():
+        try:
+            rfc8785.dumps(value)
+        except rfc8785.CanonicalizationError:
+            names.append(name)
+    return ToolError(
+        code=ErrorCode.INVALID_ARGUMENTS,
+        message=(
+            f"{tool}: invalid arguments: {', '.join(names) or 'arguments'}: numbers must be "
+            "finite, and integers between -(2**53 - 1) and 2**53 - 1"
+        ),
+        fixable_args=names,
+    )
+
+
+def _nested_models(annotation: Any, seen: set[type[BaseModel]]) -> Iterator[type[BaseModel]]:
+    """Every model reachable from ``annotation`` (through lists, unions, ...), once."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        if annotation in seen:
+            return
+        seen.add(annotation)
+        yield annotation
+        for info in annotation.model_fields.values():
+            yield from _nested_models(info.annotation, seen)
+    for arg in get_args(annotation):
+        yield from _nested_models(arg, seen)
+
+
 def _validate_spec(spec: ToolSpec) -> None:
     if not _TOOL_NAME.fullmatch(spec.name):
         raise CatalogError(f"tool name {spec.name!r} must match {_TOOL_NAME.pattern}")
@@ -381,6 +417,15 @@ def _validate_spec(spec: ToolSpec) -> None:
         strict_schema(spec.arguments)
     except ValueError as exc:
         raise CatalogError(f"{spec.name}: arguments have no strict schema: {exc}") from None
+    # The strict schema makes every defaulted property nullable, at any depth; only ToolArgs
+    # turns that null back into the default, so a nested plain model would refuse it.
+    for model in _nested_models(spec.arguments, set()):
+        defaulted = [name for name, info in model.model_fields.items() if not info.is_required()]
+        if defaulted and not issubclass(model, ToolArgs):
+            raise CatalogError(
+                f"{spec.name}: nested argument model {model.__name__} has defaults "
+                f"({', '.join(defaulted)}) and must subclass ToolArgs, so null means the default"
+            )
 
 
 def _validate_timeouts(name: str, timeouts: Timeouts) -> None:

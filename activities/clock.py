@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import zoneinfo
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from functools import lru_cache
 
 from pydantic import Field, field_validator
@@ -18,6 +18,9 @@ from activities.base import CallContext, ToolArgs, ToolResult
 
 MAX_TIMEZONE_CHARS = 100
 _ZONE_NAME = re.compile(r"[A-Za-z0-9_+\-]+(/[A-Za-z0-9_+\-]+)*")
+_HOST_ALIASES = frozenset({"localtime", "posixrules"})
+"""Files some hosts keep in the zone directory that stand for the host's own setting, not a zone."""
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
 class DateTimeArgs(ToolArgs):
@@ -53,7 +56,13 @@ def zone_for(name: str) -> tzinfo:
     if name == "UTC":
         return UTC
     if _ZONE_NAME.fullmatch(name) is None:
-        raise ValueError(f"unknown timezone {name!r}")
+        raise ValueError(_unknown(name))
+    if name.lower() in _HOST_ALIASES:
+        # Debian ships zoneinfo/localtime -> /etc/localtime: loading it would be the silent
+        # fallback to the worker's local time that the tool promises never to make.
+        raise ValueError(
+            f"timezone {name!r} is the host's own setting; use an IANA name like Europe/Zurich"
+        )
     return _load_zone(name)
 
 
@@ -62,29 +71,50 @@ def _load_zone(name: str) -> tzinfo:
     try:
         return zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-        if not zoneinfo.available_timezones():
+        if not _have_database():
             raise ValueError(
                 f"timezone {name!r} is unavailable: no timezone database on this worker "
                 "(install the tzdata package)"
             ) from None
-        raise ValueError(
-            f"unknown timezone {name!r}; use an IANA name like Europe/Zurich"
-        ) from None
+        raise ValueError(_unknown(name)) from None
+
+
+def _unknown(name: str) -> str:
+    return f"unknown timezone {name!r}; use an IANA name like Europe/Zurich"
+
+
+@lru_cache(maxsize=1)
+def _have_database() -> bool:
+    # Listing the zones walks the database directories; do it once, not on every unknown name.
+    return bool(zoneinfo.available_timezones())
 
 
 def describe(now: datetime, name: str) -> DateTimeResult:
     """Describe the aware datetime ``now`` in the zone called ``name``."""
+    if now.utcoffset() is None:
+        # astimezone() would read a naive datetime as the worker's local time.
+        raise ValueError("now must be timezone-aware")
     local = now.astimezone(zone_for(name))
-    offset = local.strftime("%z")
     return DateTimeResult(
         timezone=name,
         timestamp=local.isoformat(),
         date=local.date().isoformat(),
         time=local.time().isoformat(),
-        weekday=local.strftime("%A"),
-        utc_offset=f"{offset[:3]}:{offset[3:]}",
+        # Not strftime("%A"): that follows the process locale.
+        weekday=_WEEKDAYS[local.weekday()],
+        utc_offset=_format_offset(local.utcoffset() or timedelta(0)),
         unix_timestamp=local.timestamp(),
     )
+
+
+def _format_offset(offset: timedelta) -> str:
+    """``+01:00``; ``+00:34:08`` for the local mean time offsets of old dates."""
+    sign = "-" if offset < timedelta(0) else "+"
+    seconds = int(abs(offset).total_seconds())
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    text = f"{sign}{hours:02d}:{minutes:02d}"
+    return f"{text}:{seconds:02d}" if seconds else text
 
 
 class ClockTools:

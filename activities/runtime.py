@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -108,12 +108,7 @@ class ToolRuntime:
             result = await _call(spec, method, args, input)
             if not isinstance(result, spec.result):
                 raise tool_error(ErrorCode.INTERNAL, f"{spec.name}: returned the wrong result type")
-            size = len(result.model_dump_json().encode())
-            if size > MAX_PAYLOAD_BYTES:
-                raise tool_error(
-                    ErrorCode.OUTPUT_TOO_LARGE,
-                    f"{spec.name}: result is {size} bytes; the limit is {MAX_PAYLOAD_BYTES}",
-                )
+            _check_size(spec, "result", result)
             return result
 
         return execute
@@ -125,6 +120,8 @@ class ToolRuntime:
             prepared = await _call(spec, method, args, input)
             if not isinstance(prepared, Prepared):
                 raise tool_error(ErrorCode.INTERNAL, f"{spec.name}: prepare returned no preview")
+            # A preview (a diff of a large file, say) is a payload like any result.
+            _check_size(spec, "preview", prepared)
             return prepared
 
         return prepare
@@ -167,6 +164,16 @@ class ToolRuntime:
                     f"({'; '.join(decision.reasons())})",
                 )
         return args
+
+
+def _check_size(spec: ToolSpec, what: str, value: BaseModel) -> None:
+    """The central payload cap: nothing over ``MAX_PAYLOAD_BYTES`` leaves an activity."""
+    size = len(value.model_dump_json().encode())
+    if size > MAX_PAYLOAD_BYTES:
+        raise tool_error(
+            ErrorCode.OUTPUT_TOO_LARGE,
+            f"{spec.name}: {what} is {size} bytes; the limit is {MAX_PAYLOAD_BYTES}",
+        )
 
 
 async def _call(spec: ToolSpec, method: ToolMethod, args: ToolArgs, input: ExecuteInput) -> Any:

@@ -15,6 +15,8 @@ from pydantic import BaseModel
 
 _UNSUPPORTED = ("allOf", "not", "if", "then", "else", "patternProperties", "$dynamicRef")
 _DROPPED = ("title", "default")
+_VALUES = ("enum", "const", "examples")
+"""Keywords whose values are data, not schemas: copied as they are."""
 
 
 class SchemaError(ValueError):
@@ -45,7 +47,18 @@ def _normalise(node: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> Any:
             raise SchemaError(f"unresolved reference {node['$ref']!r}")
         merged = {**defs[name], **{k: v for k, v in node.items() if k != "$ref"}}
         return _normalise(merged, defs, (*seen, name))
-    out = {k: _normalise(v, defs, seen) for k, v in node.items() if k not in _DROPPED}
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _DROPPED:
+            continue
+        if key in _VALUES:
+            out[key] = value
+        elif key == "properties":
+            # Property names are the model's field names, not keywords: a field called
+            # ``title`` or ``if`` is kept and its schema normalised like any other.
+            out[key] = {name: _normalise(prop, defs, seen) for name, prop in value.items()}
+        else:
+            out[key] = _normalise(value, defs, seen)
     if out.get("type") == "object" and "properties" in node:
         required = set(node.get("required", ()))
         properties = {}

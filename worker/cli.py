@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 from worker.config import Config, ConfigError, load_config
-from worker.connect import connect, resolve_target
+from worker.connect import Target, connect, resolve_target
 from worker.devserver import DevServer, DevServerError
 from worker.run import StartupError, serve, stop_on_signals
 
@@ -97,7 +97,7 @@ def _dev_server(
         Path(db) if db else dev.data_dir / "temporal.db",
         ip=dev.ip,
         port=port or dev.port,
-        ui_port=None if headless else (ui_port or dev.ui_port),
+        ui_port=None if headless or (dev.headless and not ui_port) else (ui_port or dev.ui_port),
         namespace=dev.namespace,
     )
 
@@ -120,12 +120,14 @@ async def _worker(config: Config, args: argparse.Namespace) -> int:
     stop = asyncio.Event()
     stop_on_signals(stop)
     async with _maybe_dev_server(config, args.dev) as server:
-        address = server.address if server else args.address
-        namespace = server.namespace if server else args.namespace
-        target = resolve_target(config.temporal, address=address, namespace=namespace)
+        if server is not None:
+            # The embedded server is plain local gRPC: a profile's API key or TLS is for another.
+            target = Target(server.address, server.namespace, {})
+        else:
+            target = resolve_target(config.temporal, address=args.address, namespace=args.namespace)
         try:
             client = await connect(target)
-        except RuntimeError as exc:
+        except (RuntimeError, ValueError) as exc:
             raise StartupError(
                 f"cannot connect to {target.address} namespace {target.namespace}: {exc}"
             ) from None

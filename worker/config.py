@@ -7,6 +7,7 @@ and the file it came from.
 
 from __future__ import annotations
 
+import logging
 import os
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -18,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from activities.catalog import (
     BUILTIN_TOOLS,
+    CAPABILITIES,
     DEFAULT_TOOLS,
     MAX_READ_ATTEMPTS,
     Catalog,
@@ -83,6 +85,17 @@ class CeilingSection(_Section):
         bad = [key for key in rules if not policy.is_valid_rule(key)]
         if bad:
             raise ValueError(f"invalid rule keys {bad}: use a capability or a family.* prefix")
+        # A misspelt rule would match nothing, so a deny written for it would silently not apply.
+        unknown = [
+            key
+            for key in rules
+            if not any(
+                cap.startswith(key[:-1]) if key.endswith(".*") else cap == key
+                for cap in CAPABILITIES
+            )
+        ]
+        if unknown:
+            raise ValueError(f"rule keys {unknown} match no capability")
         return rules
 
     def policy(self) -> CapabilityPolicy:
@@ -112,7 +125,8 @@ class DevSection(_Section):
     ip: str = "127.0.0.1"
     port: int = Field(default=7233, ge=1, le=65535)
     ui_port: int | None = Field(default=8233, ge=1, le=65535)
-    """``None`` (or ``toolcalls dev --headless``) runs without the web UI."""
+    headless: bool = False
+    """Run without the web UI (TOML has no null, so a file cannot set ``ui_port`` to ``None``)."""
     namespace: str = "default"
 
 
@@ -127,6 +141,13 @@ class Config(_Section):
     ceiling: CeilingSection | None = None
     activities: ActivitiesSection = Field(default_factory=ActivitiesSection)
     dev: DevSection = Field(default_factory=DevSection)
+
+    @field_validator("log_level")
+    @classmethod
+    def _log_level(cls, level: str) -> str:
+        if not isinstance(logging.getLevelName(level.upper()), int):
+            raise ValueError(f"unknown log level {level!r}: use DEBUG, INFO, WARNING or ERROR")
+        return level.upper()
 
     @property
     def queue(self) -> str:
@@ -172,12 +193,35 @@ class Config(_Section):
         ]
 
 
-def build_catalog(config: Config, specs: Iterable[ToolSpec] = BUILTIN_TOOLS) -> Catalog:
-    """The deployment's catalog; a ``CatalogError`` becomes a ``ConfigError``."""
+def build_catalog(
+    config: Config, specs: Iterable[ToolSpec] = BUILTIN_TOOLS, source: str = "configuration"
+) -> Catalog:
+    """The deployment's catalog; a bad tool setting becomes a ``ConfigError`` naming its key."""
+    specs = tuple(specs)
+    known = [spec.name for spec in specs]
+    problems = []
+    unknown = [name for name in config.tools if name not in known]
+    if unknown:
+        problems.append(f"tools: unknown tools {', '.join(unknown)}; known: {', '.join(known)}")
+    acts = config.activities
+    for key, names in (("task_queues", acts.task_queues), ("timeouts", acts.timeouts)):
+        problems += [
+            f"activities.{key}.{name}: not an enabled tool"
+            for name in names
+            if name not in config.tools
+        ]
+    if config.ceiling is not None:
+        problems += [
+            f"ceiling.tools.{name}: unknown tool"
+            for name in config.ceiling.tools
+            if name not in known
+        ]
+    if problems:
+        raise ConfigError(f"{source}: " + "; ".join(problems))
     try:
         return Catalog(specs, config.catalog_settings())
     except CatalogError as exc:
-        raise ConfigError(f"configuration: {exc}") from None
+        raise ConfigError(f"{source}: {exc}") from None
 
 
 def parse_config(data: Mapping[str, object], source: str = "configuration") -> Config:
@@ -206,8 +250,10 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
         data = tomllib.loads(file.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{file}: not valid TOML: not UTF-8 at byte {exc.start}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file}: not valid TOML: {exc}") from None
     config = parse_config(data, str(file))
-    build_catalog(config)
+    build_catalog(config, source=str(file))
     return config

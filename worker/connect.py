@@ -8,17 +8,21 @@ Precedence, highest first: command-line flags, ``TEMPORAL_*`` environment variab
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfigProfile
 
-from worker.config import TemporalSection
+from worker.config import ConfigError, TemporalSection
 
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"
+PROFILE_ENV = "TEMPORAL_PROFILE"
+CONFIG_FILE_ENV = "TEMPORAL_CONFIG_FILE"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,12 +42,30 @@ def resolve_target(
     namespace: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Target:
-    """Merge the layers into one ``Target``."""
-    source = section.config_file
-    from_file = ClientConfigProfile.load(
-        section.profile, config_source=source, disable_env=True, override_env_vars=env
-    )
-    from_env = ClientConfigProfile.load(section.profile, disable_file=True, override_env_vars=env)
+    """Merge the layers into one ``Target``; ``env`` replaces the process environment.
+
+    Raises:
+        ConfigError: the Temporal profile file is unreadable or lacks the chosen profile.
+    """
+    # The bridge takes only a real dict.
+    env = dict(os.environ if env is None else env)
+    # TEMPORAL_PROFILE and TEMPORAL_CONFIG_FILE choose the file layer, and the environment beats
+    # our [temporal] section for them too.
+    profile_name = env.get(PROFILE_ENV) or section.profile
+    chosen_file = env.get(CONFIG_FILE_ENV) or section.config_file
+    # A str source would be read as TOML text, not as a path.
+    source = Path(chosen_file) if chosen_file else None
+    try:
+        from_file = ClientConfigProfile.load(
+            profile_name, config_source=source, disable_env=True, override_env_vars=env
+        )
+        from_env = ClientConfigProfile.load(disable_file=True, override_env_vars=env)
+    except RuntimeError as exc:
+        where = source or "the default Temporal configuration file"
+        reason = " ".join(str(exc).split())
+        raise ConfigError(
+            f"temporal profile {profile_name or 'default'} in {where}: {reason}"
+        ) from None
     profile = from_file
     for layer in (
         ClientConfigProfile(address=section.address, namespace=section.namespace),

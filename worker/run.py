@@ -53,7 +53,8 @@ def build_worker(
     catalog = build_catalog(config, specs)
     runtime = ToolRuntime(catalog, config.ceiling_policy(), families=families)
     tools = config.served_tools(catalog)
-    activities = runtime.tool_activities(tools)
+    served = runtime.tool_activities(tools)
+    activities = list(served)
     workflows: Sequence[type] = ()
     if config.serves_workflows:
         local = [name for name in runtime.pure_tools() if name in tools]
@@ -70,6 +71,9 @@ def build_worker(
         graceful_shutdown_timeout=timedelta(seconds=config.worker.graceful_shutdown_seconds),
         max_concurrent_activities=config.worker.max_concurrent_activities,
         max_cached_workflows=config.worker.max_cached_workflows,
+        # ``plan`` only ever runs locally: a worker serving no tools must not poll activity
+        # tasks, or it would take the tools' tasks from the workers that serve them and fail them.
+        no_remote_activities=not served,
     )
 
 

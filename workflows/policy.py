@@ -12,12 +12,17 @@ A tool with no capabilities (``calculator``) is governed only by ``tools`` entri
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from workflows.models import CapabilityPolicy, Effect, Verdict
 
 _RANK = {Effect.ALLOW: 0, Effect.REQUIRE_APPROVAL: 1, Effect.DENY: 2}
+
+# Capability names are lowercase ASCII, and matching is exact: a key outside this alphabet
+# (``Filesystem.Write``) could never match anything, so it is refused rather than ignored.
+_RULE_KEY = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)*(\.\*)?")
 
 DEPLOYMENT = "deployment"
 REQUEST = "request"
@@ -30,9 +35,7 @@ def strictest(effects: Iterable[Effect]) -> Effect:
 
 def is_valid_rule(key: str) -> bool:
     """A rule key is a dotted capability name or a ``family.*`` prefix rule."""
-    name = key[:-2] if key.endswith(".*") else key
-    parts = name.split(".")
-    return bool(name) and all(part and part.replace("_", "").isalnum() for part in parts)
+    return _RULE_KEY.fullmatch(key) is not None
 
 
 def match(policy: CapabilityPolicy, capability: str) -> tuple[Effect, str]:

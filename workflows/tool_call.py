@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -186,6 +186,11 @@ class ToolCallWorkflow:
             )
             preview += prepared.preview
             self._precondition = prepared.precondition
+            if workflow.cancellation_reason() is not None:
+                # A prepare step that does not heartbeat never sees the cancellation and its
+                # result swallows it; the call must not go on to ask for an approval.
+                raise asyncio.CancelledError()
+            self._check_budget()
         now = workflow.now()
         wait = self._bounded(self._request.approval_timeout)
         pending = ApprovalRequest(
@@ -278,9 +283,13 @@ class ToolCallWorkflow:
         schedule_to_close = self._bounded(None)
         retry = RetryPolicy(maximum_attempts=opts.maximum_attempts)
         started = workflow.now()
+        # No ``finally`` for the bookkeeping: it would also run when a stopping worker drops the
+        # workflow and the garbage collector closes this coroutine (GeneratorExit), where there is
+        # no workflow clock.
+        failure: tuple[BaseException | None, bool] | None = None
         try:
             if opts.local:
-                return await workflow.execute_local_activity(
+                output = await workflow.execute_local_activity(
                     name,
                     input,
                     result_type=result_type,
@@ -288,25 +297,30 @@ class ToolCallWorkflow:
                     schedule_to_close_timeout=schedule_to_close,
                     retry_policy=retry,
                 )
-            return await workflow.execute_activity(
-                name,
-                input,
-                result_type=result_type,
-                task_queue=opts.task_queue,
-                start_to_close_timeout=opts.start_to_close,
-                schedule_to_start_timeout=opts.schedule_to_start,
-                schedule_to_close_timeout=schedule_to_close,
-                heartbeat_timeout=opts.heartbeat,
-                retry_policy=retry,
-                cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-            )
+            else:
+                output = await workflow.execute_activity(
+                    name,
+                    input,
+                    result_type=result_type,
+                    task_queue=opts.task_queue,
+                    start_to_close_timeout=opts.start_to_close,
+                    schedule_to_start_timeout=opts.schedule_to_start,
+                    schedule_to_close_timeout=schedule_to_close,
+                    heartbeat_timeout=opts.heartbeat,
+                    retry_policy=retry,
+                    cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+                )
         except ActivityError as err:
-            raise _Ended(self._failed(plan, err.cause, started=err.started_event_id > 0)) from None
+            failure = err.cause, err.started_event_id > 0
         except (ApplicationError, ActivityTimeoutError) as err:
-            # A local activity's failure arrives unwrapped.
-            raise _Ended(self._failed(plan, err, started=True)) from None
-        finally:
+            failure = err, True  # a local activity's failure arrives unwrapped
+        except asyncio.CancelledError:
             self._ran += workflow.now() - started
+            raise
+        self._ran += workflow.now() - started
+        if failure is not None:
+            raise _Ended(self._failed(plan, failure[0], started=failure[1]))
+        return output
 
     def _failed(
         self, plan: CallPlan, cause: BaseException | None, *, started: bool
@@ -376,14 +390,19 @@ class ToolCallWorkflow:
 
     async def _wait(self, done: Callable[[], bool], timeout: timedelta | None) -> bool:
         """Wait for ``done()`` up to ``timeout`` (forever for ``None``); whether it came true."""
+        if timeout is not None and timeout <= timedelta(0):
+            return done()
         started = workflow.now()
         try:
             await workflow.wait_condition(done, timeout=timeout)
-            return True
+            came_true = True
         except TimeoutError:
-            return False
-        finally:
+            came_true = False
+        except asyncio.CancelledError:
             self._waited += workflow.now() - started
+            raise
+        self._waited += workflow.now() - started  # not a ``finally``: see ``_activity``
+        return came_true
 
     def _bounded(self, timeout: timedelta | None) -> timedelta | None:
         """``timeout`` cut to what is left before the call's deadline."""
@@ -604,8 +623,16 @@ class ToolCallWorkflow:
 
 
 def _deadline(request: ToolCallRequest, started: datetime) -> datetime | None:
-    candidates = [d for d in (request.deadline, request.timeout and started + request.timeout) if d]
-    return min(candidates) if candidates else None
+    """The earlier of ``deadline`` and ``started + timeout``; ``None`` when neither is set."""
+    candidates = []
+    if request.deadline is not None:
+        # A naive time cannot be compared with workflow time: the TypeError would fail every
+        # workflow task forever. Read it as UTC, like every time Temporal records.
+        deadline = request.deadline
+        candidates.append(deadline if deadline.tzinfo else deadline.replace(tzinfo=UTC))
+    if request.timeout is not None:
+        candidates.append(started + request.timeout)
+    return min(candidates, default=None)
 
 
 def _name(kind: TimeoutType | None) -> str:

@@ -8,12 +8,28 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from temporalio.client import Client, WorkflowHandle
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import (
+    Client,
+    WorkflowExecution,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
+from temporalio.exceptions import ApplicationError
 
 from tests.support.tools import ALL_TOOL_NAMES, ALL_TOOLS, ProbeTools
 from worker.config import Config, parse_config
 from worker.run import build_worker
-from workflows.models import CallState, Phase, ToolCallRequest, ToolCallResult
+from workflows.models import (
+    ApprovalDecision,
+    ApprovalRequest,
+    CallState,
+    DecisionInput,
+    Phase,
+    ToolCallRequest,
+    ToolCallResult,
+    UserQuestion,
+)
 from workflows.tool_call import ToolCallWorkflow
 
 Handle = WorkflowHandle[ToolCallWorkflow, ToolCallResult]
@@ -85,3 +101,73 @@ async def wait_for(
 
 async def wait_for_phase(handle: Handle, phase: Phase, timeout: float = 20) -> CallState:
     return await wait_for(handle, lambda s: s.phase is phase, timeout)
+
+
+async def pending_approval(handle: Handle, timeout: float = 20) -> ApprovalRequest:
+    """The approval request the call publishes once it waits for a decision."""
+    state = await wait_for(handle, lambda s: s.pending_approval is not None, timeout)
+    assert state.pending_approval is not None
+    return state.pending_approval
+
+
+async def pending_question(handle: Handle, timeout: float = 20) -> UserQuestion:
+    """The question an ``ask_user`` call publishes once it waits for an answer."""
+    state = await wait_for(handle, lambda s: s.pending_question is not None, timeout)
+    assert state.pending_question is not None
+    return state.pending_question
+
+
+async def history_types(handle: WorkflowHandle[Any, Any]) -> list[EventType.ValueType]:
+    """The types of the events in the workflow's history, in order."""
+    history = await handle.fetch_history()
+    return [event.event_type for event in history.events]
+
+
+async def update_rejection(handle: Handle, update: Any, arg: Any) -> str:
+    """The reason an update's validator gives for refusing ``arg``."""
+    try:
+        await handle.execute_update(update, arg)
+    except WorkflowUpdateFailedError as err:
+        cause = err.cause
+    else:
+        raise AssertionError(f"the update accepted {arg!r}")
+    assert isinstance(cause, ApplicationError), cause
+    return cause.message
+
+
+async def listed(
+    client: Client, query: str, workflow_id: str, timeout: float = 20
+) -> WorkflowExecution:
+    """Poll visibility (eventually consistent) until ``query`` lists ``workflow_id``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        found = [
+            wf async for wf in client.list_workflows(f'{query} AND WorkflowId="{workflow_id}"')
+        ]
+        if found:
+            assert [wf.id for wf in found] == [workflow_id]
+            return found[0]
+        if loop.time() > deadline:
+            raise AssertionError(f"{workflow_id} never listed by {query}")
+        await asyncio.sleep(0.2)
+
+
+def decision(
+    pending: ApprovalRequest, approved: bool = True, approver: str = "alice", **changes: Any
+) -> ApprovalDecision:
+    """A ``decide`` update for ``pending``; ``changes`` overrides fields (a wrong digest, say)."""
+    sent = ApprovalDecision(
+        request_id=pending.request_id, digest=pending.digest, approved=approved, approver=approver
+    )
+    return sent.model_copy(update=changes)
+
+
+def signal_decision(
+    pending: ApprovalRequest, approver: str = "bob", reason: str | None = None, **changes: Any
+) -> DecisionInput:
+    """An ``approve``/``deny`` signal payload for ``pending``."""
+    sent = DecisionInput(
+        request_id=pending.request_id, digest=pending.digest, approver=approver, reason=reason
+    )
+    return sent.model_copy(update=changes)

@@ -52,6 +52,8 @@ class ProbeTools:
         self.runs: dict[str, int] = {}
         self.expected: dict[str, str] = {}
         """Token ``probe_write`` must still find at execution (its precondition)."""
+        self.prepare_delay = 0.0
+        """Seconds ``prepare_probe_write`` takes, to hold a call in the preparing phase."""
 
     def _count(self, name: str) -> None:
         self.runs[name] = self.runs.get(name, 0) + 1
@@ -92,6 +94,8 @@ class ProbeTools:
         raise RuntimeError(f"boom: {args.text}")
 
     async def prepare_probe_write(self, args: WriteArgs, call: CallContext) -> Prepared:
+        if self.prepare_delay:
+            await asyncio.sleep(self.prepare_delay)
         return Prepared(
             preview=[PreviewArtifact(kind="diff", title="change", text=f"+{args.token}\n")],
             precondition={"token": self.expected.get(args.token, args.token)},

@@ -1,0 +1,153 @@
+"""Real processes for the worker tests: free ports, spawned commands, and cleanup by marker."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+TOOLCALLS = str(Path(sys.executable).with_name("toolcalls"))
+"""The installed console script, beside the interpreter running the tests."""
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def port_open(port: int, ip: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((ip, port)) == 0
+
+
+def wait_port_closed(port: int, timeout: float = 15) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not port_open(port):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The test process's environment without Temporal or toolcalls settings, plus ``extra``."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("TEMPORAL_") and key != "TOOLCALLS_CONFIG"
+    }
+    env.update(extra)
+    return env
+
+
+def pids_with(marker: str) -> list[int]:
+    """Processes whose command line mentions ``marker`` (a test's unique tmp path)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def kill_marked(marker: str) -> None:
+    """Kill the process groups of every process started for one test (found by ``marker``)."""
+    own_group = os.getpgid(0)
+    for pid in pids_with(marker):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            group = os.getpgid(pid)
+            if group != own_group:
+                os.killpg(group, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+class Spawned:
+    """A command in its own process group, its output collected line by line."""
+
+    def __init__(
+        self, args: Sequence[str], env: Mapping[str, str], cwd: Path | None = None
+    ) -> None:
+        self.args = list(args)
+        self.process = subprocess.Popen(
+            self.args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            cwd=cwd,
+            text=True,
+            start_new_session=True,
+        )
+        self.lines: queue.Queue[tuple[str, str]] = queue.Queue()
+        self.stdout: list[str] = []
+        self.stderr: list[str] = []
+        self._readers = [
+            threading.Thread(target=self._read, args=(name, stream, sink), daemon=True)
+            for name, stream, sink in (
+                ("stdout", self.process.stdout, self.stdout),
+                ("stderr", self.process.stderr, self.stderr),
+            )
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    def _read(self, name: str, stream: object, sink: list[str]) -> None:
+        assert hasattr(stream, "readline")
+        for line in iter(stream.readline, ""):
+            sink.append(line)
+            self.lines.put((name, line))
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def wait_for_line(self, text: str, timeout: float = 60) -> str:
+        """The first output line containing ``text``; fail if the process exits first."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                _, line = self.lines.get(timeout=0.1)
+            except queue.Empty:
+                if self.process.poll() is not None and self.lines.empty():
+                    self.finish(5)
+                    raise AssertionError(
+                        f"{self.args} exited with {self.process.returncode} before printing "
+                        f"{text!r}; stderr: {''.join(self.stderr)[-2000:]}"
+                    ) from None
+                continue
+            if text in line:
+                return line
+        raise AssertionError(f"{text!r} not printed within {timeout}s: {''.join(self.stderr)}")
+
+    def finish(self, timeout: float) -> int:
+        """Wait for the exit and for all output to be read."""
+        code = self.process.wait(timeout)
+        for reader in self._readers:
+            reader.join(5)
+        return code
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+        for reader in self._readers:
+            reader.join(5)
