@@ -25,6 +25,8 @@ MAX_QUESTION_CHARS = 8_000
 MAX_OPTIONS = 10
 MAX_OPTION_CHARS = 500
 MAX_ANSWER_CHARS = 16_384
+MAX_APPROVER_CHARS = 200
+MAX_REASON_CHARS = 2_000
 
 SEARCH_STATUS = SearchAttributeKey.for_keyword("ToolCallStatus")
 SEARCH_TOOL = SearchAttributeKey.for_keyword("ToolName")
@@ -231,8 +233,8 @@ class DecisionInput(_Model):
 
     request_id: str
     digest: str
-    approver: str = ""
-    reason: str | None = None
+    approver: str = Field(default="", max_length=MAX_APPROVER_CHARS)
+    reason: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
 
 
 class ApprovalDecision(DecisionInput):
@@ -277,7 +279,7 @@ class UserAnswer(_Model):
 
     request_id: str
     answer: str | None
-    responder: str = ""
+    responder: str = Field(default="", max_length=MAX_APPROVER_CHARS)
 
 
 class AskUserOutput(_Model):

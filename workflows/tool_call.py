@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
+from pydantic import BaseModel, ValidationError
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributeUpdate
 from temporalio.exceptions import (
@@ -77,6 +78,7 @@ _STATUS_FOR_CODE = {
     ErrorCode.UNCERTAIN: CallStatus.UNCERTAIN,
 }
 _KNOWN_CODES = {code.value for code in ErrorCode}
+_Payload = TypeVar("_Payload", bound=BaseModel)
 
 
 class _Ended(Exception):
@@ -440,25 +442,44 @@ class ToolCallWorkflow:
             raise ValueError(problem)
 
     @workflow.signal
-    def approve(self, decision: DecisionInput) -> None:
-        """Fire-and-forget approval; an invalid one is logged as an event and ignored."""
+    def approve(self, decision: Any) -> None:
+        """Fire-and-forget approval (a ``DecisionInput``); an invalid one is logged and ignored.
+
+        Signals take any JSON and validate it here: the SDK would drop a payload that failed to
+        decode against a model without a trace, and an ignored signal must leave one.
+        """
         self._signal_decision(decision, approved=True)
 
     @workflow.signal
-    def deny(self, decision: DecisionInput) -> None:
-        """Fire-and-forget denial; an invalid one is logged as an event and ignored."""
+    def deny(self, decision: Any) -> None:
+        """Fire-and-forget denial (a ``DecisionInput``); an invalid one is logged and ignored."""
         self._signal_decision(decision, approved=False)
 
-    def _signal_decision(self, decision: DecisionInput, *, approved: bool) -> None:
+    def _signal_decision(self, payload: Any, *, approved: bool) -> None:
+        verb = "approve" if approved else "deny"
+        decision = self._parse_signal(DecisionInput, payload, verb)
+        if decision is None:
+            return
         problem = self._decision_problem(decision)
         if problem:
-            verb = "approve" if approved else "deny"
             self._event(
                 EventKind.SIGNAL_IGNORED,
                 f"{verb} from {decision.approver or 'an unnamed sender'}: {problem}",
             )
             return
         self._accept(decision, approved, "signal")
+
+    def _parse_signal(self, model: type[_Payload], payload: Any, verb: str) -> _Payload | None:
+        try:
+            return model.model_validate(payload)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = ".".join(str(part) for part in first["loc"]) or "payload"
+            self._event(
+                EventKind.SIGNAL_IGNORED,
+                f"{verb}: malformed {model.__name__}: {where}: {first['msg']}",
+            )
+            return None
 
     def _decision_problem(self, decision: DecisionInput) -> str | None:
         pending = self._pending_approval
@@ -506,8 +527,11 @@ class ToolCallWorkflow:
             raise ValueError(problem)
 
     @workflow.signal
-    def answer_signal(self, answer: UserAnswer) -> None:
-        """Fire-and-forget answer; an invalid one is logged as an event and ignored."""
+    def answer_signal(self, payload: Any) -> None:
+        """Fire-and-forget answer (a ``UserAnswer``); an invalid one is logged and ignored."""
+        answer = self._parse_signal(UserAnswer, payload, "answer")
+        if answer is None:
+            return
         problem = self._answer_problem(answer)
         if problem:
             who = answer.responder or "an unnamed sender"

@@ -26,6 +26,11 @@ class SleepResult(ToolResult):
     ticks: int
 
 
+class FailArgs(ToolArgs):
+    code: ErrorCode
+    retryable: bool = False
+
+
 class EchoArgs(ToolArgs):
     text: str = ""
     size: int = Field(default=0, ge=0, le=4_000_000)
@@ -93,6 +98,23 @@ class ProbeTools:
         self._count("probe_boom")
         raise RuntimeError(f"boom: {args.text}")
 
+    async def probe_fail(self, args: FailArgs, call: CallContext) -> EchoResult:
+        """Fail with the error code the test asks for, with a partial output."""
+        self._count("probe_fail")
+        raise tool_error(
+            args.code,
+            f"probe_fail: {args.code.value}",
+            fixable_args=["code"],
+            retryable=args.retryable,
+            output={"partial": True},
+        )
+
+    async def probe_nap(self, args: SleepArgs, call: CallContext) -> SleepResult:
+        """Sleep without heartbeating: cancellation can never reach it."""
+        self._count("probe_nap")
+        await asyncio.sleep(args.seconds)
+        return SleepResult(ticks=round(args.seconds * 10))
+
     async def prepare_probe_write(self, args: WriteArgs, call: CallContext) -> Prepared:
         if self.prepare_delay:
             await asyncio.sleep(self.prepare_delay)
@@ -138,6 +160,8 @@ def _spec(
 
 
 PROBE_TOOLS = (
+    _spec("probe_fail", FailArgs, EchoResult, SideEffect.READ, ("network.read",), 5),
+    _spec("probe_nap", SleepArgs, SleepResult, SideEffect.READ, ("network.read",), 8),
     _spec("probe_sleep", SleepArgs, SleepResult, SideEffect.WRITE, ("process.execute",), 60, 2),
     _spec("probe_stall", SleepArgs, SleepResult, SideEffect.WRITE, ("process.execute",), 30, 1),
     _spec("probe_slow_read", SleepArgs, SleepResult, SideEffect.READ, ("network.read",), 1),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+import pytest
 from temporalio.client import Client
 
 from tests.support.harness import make_config, run_call, running_worker, start_call, wait_for
@@ -213,3 +214,58 @@ async def test_cancel_while_waiting_for_approval(client: Client, task_queue: str
         result = await handle.result()
     assert result.status is CallStatus.CANCELED
     assert probes.runs == {}
+
+
+_EXPECTED_STATUS = {
+    ErrorCode.POLICY_DENIED: CallStatus.DENIED,
+    ErrorCode.APPROVAL_DENIED: CallStatus.DENIED,
+    ErrorCode.APPROVAL_TIMED_OUT: CallStatus.DENIED,
+    ErrorCode.BUDGET_EXCEEDED: CallStatus.DENIED,
+    ErrorCode.TIMED_OUT: CallStatus.TIMED_OUT,
+    ErrorCode.CANCELED: CallStatus.CANCELED,
+    ErrorCode.UNCERTAIN: CallStatus.UNCERTAIN,
+}
+
+
+@pytest.mark.parametrize("code", list(ErrorCode))
+async def test_every_tool_error_code_maps_to_its_status(
+    client: Client, task_queue: str, code: ErrorCode
+) -> None:
+    async with running_worker(client, make_config(task_queue)) as probes:
+        result = await run_call(client, task_queue, "probe_fail", {"code": code.value})
+    assert result.status is _EXPECTED_STATUS.get(code, CallStatus.FAILED)
+    assert result.error is not None
+    assert result.error.code is code
+    assert result.error.message == f"probe_fail: {code.value}"
+    assert result.error.fixable_args == ["code"]
+    assert not result.error.retryable
+    assert result.output == {"partial": True}
+    assert probes.runs == {"probe_fail": 1}
+
+
+async def test_retryable_read_error_is_retried_up_to_the_deployment_limit(
+    client: Client, task_queue: str
+) -> None:
+    config = make_config(task_queue, activities={"read_attempts": 3})
+    async with running_worker(client, config) as probes:
+        result = await run_call(
+            client, task_queue, "probe_fail", {"code": "execution_failed", "retryable": True}
+        )
+    assert result.status is CallStatus.FAILED
+    assert result.error is not None
+    assert result.error.retryable
+    assert probes.runs == {"probe_fail": 3}
+
+
+async def test_cancellation_does_not_reach_an_activity_without_heartbeats(
+    client: Client, task_queue: str
+) -> None:
+    """Why the catalog insists on heartbeats for long tools: without one, cancel never arrives."""
+    async with running_worker(client, make_config(task_queue)) as probes:
+        handle = await start_call(client, task_queue, "probe_nap", {"seconds": 3})
+        await wait_for(handle, lambda s: s.phase is Phase.RUNNING)
+        await handle.cancel()
+        result = await handle.result()
+    assert result.status is CallStatus.COMPLETED
+    assert result.output == {"ticks": 30}
+    assert probes.runs == {"probe_nap": 1}

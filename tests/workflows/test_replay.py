@@ -11,13 +11,18 @@ from pathlib import Path
 
 import pytest
 from temporalio import workflow
-from temporalio.client import WorkflowHistory
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.worker import Replayer
+from temporalio.worker import Replayer, Worker
 
+from activities.runtime import ToolRuntime
 from tests.record_histories import EXPECTED_STATUS, HISTORIES
+from tests.support.harness import history_types, make_config, start_call
+from tests.support.tools import ALL_TOOLS
+from worker.config import build_catalog
 from worker.run import sandbox_runner
-from workflows.models import WORKFLOW_NAME, ToolCallRequest, ToolCallResult
+from workflows.models import WORKFLOW_NAME, CallStatus, ToolCallRequest, ToolCallResult
 from workflows.tool_call import ToolCallWorkflow
 
 
@@ -71,3 +76,46 @@ async def test_edit_without_patch_is_nondeterministic() -> None:
     )
     assert result.replay_failure is not None
     assert "nondetermin" in str(result.replay_failure).lower()
+
+
+@workflow.defn(name=WORKFLOW_NAME, sandboxed=False)
+class EditedWithPatch(ToolCallWorkflow):
+    """The same edit, guarded by ``workflow.patched``: old histories take the old branch."""
+
+    @workflow.run
+    async def run(self, request: ToolCallRequest) -> ToolCallResult:
+        if workflow.patched("sleep-before-planning"):
+            await workflow.sleep(timedelta(milliseconds=10))
+        return await super().run(request)
+
+
+@pytest.mark.parametrize("name", ["allowed", "approved", "canceled"])
+async def test_edit_with_patch_replays_old_histories(name: str) -> None:
+    history = _load(HISTORIES / f"{name}.json")
+    result = await _replayer(EditedWithPatch).replay_workflow(
+        history, raise_on_replay_failure=False
+    )
+    assert result.replay_failure is None
+
+
+async def test_edit_with_patch_takes_the_new_branch_in_new_runs(
+    client: Client, task_queue: str
+) -> None:
+    runtime = ToolRuntime(build_catalog(make_config(task_queue), ALL_TOOLS))
+    worker = Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[EditedWithPatch],
+        activities=[
+            *runtime.workflow_activities(["calculator"]),
+            *runtime.tool_activities(["calculator"]),
+        ],
+    )
+    async with worker:
+        handle = await start_call(client, task_queue, "calculator", {"expression": "1 + 1"})
+        result = await handle.result()
+    assert result.status is CallStatus.COMPLETED
+    types = await history_types(handle)
+    assert EventType.EVENT_TYPE_TIMER_STARTED in types
+    # The patch, then the plan and the calculator (both local activities).
+    assert types.count(EventType.EVENT_TYPE_MARKER_RECORDED) == 3
