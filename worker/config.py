@@ -181,16 +181,18 @@ class Config(_Section):
             },
         )
 
-    def served_tools(self, catalog: Catalog) -> list[str]:
-        """The enabled activity-backed tools this process runs."""
-        if not self.worker.serve_tools:
-            return []
+    def queue_tools(self, catalog: Catalog) -> list[str]:
+        """The enabled activity-backed tools whose tasks go to this process's queue."""
         queues = self.activities.task_queues
         return [
             spec.name
             for spec in catalog
             if spec.family is not None and queues.get(spec.name, self.task_queue) == self.queue
         ]
+
+    def served_tools(self, catalog: Catalog) -> list[str]:
+        """The enabled activity-backed tools this process runs."""
+        return self.queue_tools(catalog) if self.worker.serve_tools else []
 
 
 def build_catalog(

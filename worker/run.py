@@ -53,13 +53,16 @@ def build_worker(
     catalog = build_catalog(config, specs)
     runtime = ToolRuntime(catalog, config.ceiling_policy(), families=families)
     tools = config.served_tools(catalog)
-    served = runtime.tool_activities(tools)
-    activities = list(served)
+    activities = runtime.tool_activities(tools)
     workflows: Sequence[type] = ()
     if config.serves_workflows:
-        local = [name for name in runtime.pure_tools() if name in tools]
-        activities += runtime.workflow_activities(local)
         workflows = [ToolCallWorkflow]
+    if config.serves_workflows or (tools and config.queue == config.task_queue):
+        # ``plan`` runs locally for the workflow, and remotely for parent workflows that plan a
+        # call before starting it (per-capability budgets): every activity poller on the
+        # deployment's queue must have it.
+        local = [name for name in runtime.pure_tools() if name in tools]
+        activities += runtime.workflow_activities(local if config.serves_workflows else ())
     if not activities and not workflows:
         raise StartupError(f"nothing to serve on task queue {config.queue!r}")
     return Worker(
@@ -71,9 +74,9 @@ def build_worker(
         graceful_shutdown_timeout=timedelta(seconds=config.worker.graceful_shutdown_seconds),
         max_concurrent_activities=config.worker.max_concurrent_activities,
         max_cached_workflows=config.worker.max_cached_workflows,
-        # ``plan`` only ever runs locally: a worker serving no tools must not poll activity
-        # tasks, or it would take the tools' tasks from the workers that serve them and fail them.
-        no_remote_activities=not served,
+        # A worker serving none of the tools assigned to its queue must not poll activity tasks,
+        # or it would take their tasks from the workers that serve them and fail them.
+        no_remote_activities=bool(config.queue_tools(catalog)) and not tools,
     )
 
 

@@ -1,5 +1,17 @@
-"""ToolCallWorkflow, its pure policy, and the wire models every caller uses."""
+"""ToolCallWorkflow, its pure policy, the wire models, and the ways to reach a call.
 
+- from a parent workflow: ``ToolCalls`` (child workflows, a shared ``CallBudget``);
+- from an application or UI: ``ToolCallClient`` (start, call, pending, status, decide, answer).
+"""
+
+from workflows.client import (
+    CallView,
+    Delivery,
+    NoPendingRequest,
+    Outcome,
+    PendingCall,
+    ToolCallClient,
+)
 from workflows.models import (
     ApprovalDecision,
     ApprovalRecord,
@@ -19,6 +31,7 @@ from workflows.models import (
     UserAnswer,
     UserQuestion,
 )
+from workflows.parent import BudgetUsage, CallBudget, ToolCalls
 from workflows.tool_call import ToolCallWorkflow
 
 __all__ = [
@@ -26,17 +39,26 @@ __all__ = [
     "ApprovalRecord",
     "ApprovalRequest",
     "AskUserOutput",
+    "BudgetUsage",
+    "CallBudget",
     "CallEvent",
     "CallState",
     "CallStatus",
+    "CallView",
     "CapabilityPolicy",
     "DecisionInput",
+    "Delivery",
     "Effect",
     "ErrorCode",
+    "NoPendingRequest",
+    "Outcome",
+    "PendingCall",
     "Phase",
+    "ToolCallClient",
     "ToolCallRequest",
     "ToolCallResult",
     "ToolCallWorkflow",
+    "ToolCalls",
     "ToolError",
     "UserAnswer",
     "UserQuestion",

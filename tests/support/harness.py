@@ -16,6 +16,7 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
 )
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
 
 from tests.support.tools import ALL_TOOL_NAMES, ALL_TOOLS, ProbeTools
 from worker.config import Config, parse_config
@@ -87,15 +88,21 @@ async def run_call(
 async def wait_for(
     handle: Handle, predicate: Callable[[CallState], bool], timeout: float = 20
 ) -> CallState:
-    """Poll the ``status`` query until ``predicate`` holds."""
+    """Poll the ``status`` query until ``predicate`` holds (the call may not exist yet)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
+    state: CallState | None = None
     while True:
-        state = await handle.query(ToolCallWorkflow.status)
-        if predicate(state):
+        try:
+            state = await handle.query(ToolCallWorkflow.status)
+        except RPCError as exc:
+            if exc.status is not RPCStatusCode.NOT_FOUND:
+                raise
+        if state is not None and predicate(state):
             return state
         if loop.time() > deadline:
-            raise AssertionError(f"condition not reached; last state {state.phase}")
+            last = state.phase if state else "not started"
+            raise AssertionError(f"condition not reached; last state {last}")
         await asyncio.sleep(0.05)
 
 

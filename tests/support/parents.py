@@ -1,0 +1,49 @@
+"""A parent workflow, as an application would write one, that runs calls through ``ToolCalls``.
+
+Kept free of test-only imports: it runs in the workflow sandbox like application code does.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pydantic import BaseModel, Field
+from temporalio import workflow
+
+from workflows.models import CapabilityPolicy, ToolCallRequest, ToolCallResult
+from workflows.parent import BudgetUsage, CallBudget, ToolCalls
+
+
+class ParentInput(BaseModel):
+    task_queue: str
+    batches: list[list[ToolCallRequest]]
+    """Each batch runs in parallel; batches run one after another."""
+    budget: CallBudget = Field(default_factory=CallBudget)
+    policy: CapabilityPolicy | None = None
+    approval_timeout: timedelta | None = timedelta(hours=24)
+
+
+class ParentOutput(BaseModel):
+    results: list[ToolCallResult]
+    usage: BudgetUsage
+
+
+@workflow.defn
+class AgentParent:
+    """Runs the model's tool calls batch by batch, sharing one budget."""
+
+    @workflow.run
+    async def run(self, input: ParentInput) -> ParentOutput:
+        tools = ToolCalls(
+            task_queue=input.task_queue,
+            policy=input.policy,
+            approval_timeout=input.approval_timeout,
+            budget=input.budget,
+        )
+        results: list[ToolCallResult] = []
+        for batch in input.batches:
+            if len(batch) == 1:
+                results.append(await tools.call(batch[0]))
+            else:
+                results += await tools.call_many(batch)
+        return ParentOutput(results=results, usage=tools.usage)

@@ -1,0 +1,352 @@
+"""``ToolCallClient``: what applications and UIs use to start calls and decide on them.
+
+Everything a UI needs works with no worker running: ``pending()`` is a visibility query on the
+search attributes with each call's ``ApprovalRequest`` or ``UserQuestion`` from its memo, and
+``status()`` falls back to describe, memo and history. ``decide`` uses the ``decide`` update when a
+worker serves the call (so a rejected decision comes back with the validator's reason) and the
+signal when none does (the decision is queued and applied when a worker returns).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from temporalio.api.enums.v1 import EventType, TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import (
+    Client,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from workflows.models import (
+    DEFAULT_TASK_QUEUE,
+    MEMO_PENDING_APPROVAL,
+    MEMO_PENDING_QUESTION,
+    SEARCH_CAPABILITIES,
+    SEARCH_STATUS,
+    SEARCH_TOOL,
+    WORKFLOW_NAME,
+    ApprovalDecision,
+    ApprovalRecord,
+    ApprovalRequest,
+    AskUserOutput,
+    CallState,
+    DecisionInput,
+    Phase,
+    ToolCallRequest,
+    ToolCallResult,
+    UserAnswer,
+    UserQuestion,
+)
+from workflows.tool_call import ToolCallWorkflow
+
+POLLER_FRESHNESS = timedelta(minutes=1)
+"""A workflow poller seen this recently counts as a worker serving the call's queue."""
+PENDING_QUERY = (
+    f'WorkflowType = "{WORKFLOW_NAME}" AND ExecutionStatus = "Running" AND '
+    f'{SEARCH_STATUS.name} IN ("{Phase.AWAITING_APPROVAL.value}", "{Phase.AWAITING_ANSWER.value}")'
+)
+
+Handle = WorkflowHandle[ToolCallWorkflow, ToolCallResult]
+_M = TypeVar("_M", bound=BaseModel)
+
+
+class NoPendingRequest(LookupError):
+    """The call is not waiting for the decision or answer that was sent."""
+
+
+class Delivery(StrEnum):
+    """How a decision or answer reached the call."""
+
+    ACCEPTED = "accepted"
+    """The update ran: the call has it."""
+    REJECTED = "rejected"
+    """The update's validator refused it; ``reason`` says why. Nothing was recorded."""
+    QUEUED = "queued"
+    """No worker serves the call: it went as a signal and is applied when one returns."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of a decision or an answer."""
+
+    delivery: Delivery
+    reason: str | None = None
+    record: ApprovalRecord | AskUserOutput | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.delivery is not Delivery.REJECTED
+
+
+@dataclass(frozen=True)
+class PendingCall:
+    """A call waiting for a human: enough to render it without asking a worker."""
+
+    workflow_id: str
+    tool: str
+    capabilities: list[str]
+    phase: Phase
+    approval: ApprovalRequest | None
+    question: UserQuestion | None
+    started_at: datetime
+
+    @property
+    def expires_at(self) -> datetime | None:
+        waiting = self.approval or self.question
+        return waiting.expires_at if waiting else None
+
+
+@dataclass(frozen=True)
+class CallView:
+    """A call's state, and whether a worker answered for it (``live``) or history did."""
+
+    state: CallState
+    live: bool
+    running: bool
+    history_events: list[str]
+    """Without a worker: the history's event types, so the log is not lost."""
+
+
+class ToolCallClient:
+    """Start, watch and decide tool calls; every method works with a plain Temporal ``Client``."""
+
+    def __init__(self, client: Client, *, task_queue: str = DEFAULT_TASK_QUEUE) -> None:
+        if client.data_converter.payload_converter_class is not (
+            pydantic_data_converter.payload_converter_class
+        ):
+            config = client.config()
+            config["data_converter"] = pydantic_data_converter
+            client = Client(**config)
+        self.client = client
+        self.task_queue = task_queue
+
+    @classmethod
+    async def connect(
+        cls,
+        address: str = "localhost:7233",
+        *,
+        namespace: str = "default",
+        task_queue: str = DEFAULT_TASK_QUEUE,
+        **connect: Any,
+    ) -> ToolCallClient:
+        """Connect with the pydantic data converter every toolcalls payload needs."""
+        client = await Client.connect(
+            address, namespace=namespace, data_converter=pydantic_data_converter, **connect
+        )
+        return cls(client, task_queue=task_queue)
+
+    def handle(self, workflow_id: str) -> Handle:
+        return self.client.get_workflow_handle_for(ToolCallWorkflow.run, workflow_id)
+
+    async def start(self, request: ToolCallRequest, *, workflow_id: str | None = None) -> Handle:
+        """Start a call; its id defaults to ``toolcall-<call_id or a fresh uuid>``."""
+        return await self.client.start_workflow(
+            ToolCallWorkflow.run,
+            request,
+            id=workflow_id or f"toolcall-{request.call_id or uuid.uuid4()}",
+            task_queue=self.task_queue,
+            search_attributes=TypedSearchAttributes(
+                [
+                    SearchAttributePair(SEARCH_STATUS, Phase.PLANNING.value),
+                    SearchAttributePair(SEARCH_TOOL, request.tool[:200]),
+                ]
+            ),
+        )
+
+    async def call(
+        self, request: ToolCallRequest, *, workflow_id: str | None = None
+    ) -> ToolCallResult:
+        """Start a call and wait for its result."""
+        return await (await self.start(request, workflow_id=workflow_id)).result()
+
+    async def pending(self, *, limit: int = 100) -> list[PendingCall]:
+        """Calls waiting for an approval or an answer, newest first; no worker needed."""
+        found = []
+        async for execution in self.client.list_workflows(PENDING_QUERY, limit=limit):
+            attrs = execution.typed_search_attributes
+            phase = Phase(attrs.get(SEARCH_STATUS) or Phase.AWAITING_APPROVAL.value)
+            memo = await execution.memo()
+            approval = _model(ApprovalRequest, memo.get(MEMO_PENDING_APPROVAL))
+            question = _model(UserQuestion, memo.get(MEMO_PENDING_QUESTION))
+            if approval is None and question is None:
+                continue  # the memo and the attribute are written together; this one just moved on
+            found.append(
+                PendingCall(
+                    workflow_id=execution.id,
+                    tool=attrs.get(SEARCH_TOOL) or "",
+                    capabilities=list(attrs.get(SEARCH_CAPABILITIES) or []),
+                    phase=phase,
+                    approval=approval,
+                    question=question,
+                    started_at=execution.start_time,
+                )
+            )
+        return found
+
+    async def worker_serving(self, task_queue: str) -> bool:
+        """Whether a worker polled ``task_queue`` for workflow tasks in the last minute."""
+        response = await self.client.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=self.client.namespace,
+                task_queue=TaskQueue(name=task_queue),
+                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+            )
+        )
+        now = datetime.now(UTC)
+        return any(
+            now - poller.last_access_time.ToDatetime(UTC) < POLLER_FRESHNESS
+            for poller in response.pollers
+        )
+
+    async def status(self, workflow_id: str) -> CallView:
+        """The call's state: from the worker when one serves it, else from describe and history."""
+        handle = self.handle(workflow_id)
+        description = await handle.describe()
+        running = description.status is WorkflowExecutionStatus.RUNNING
+        if not running and description.status is WorkflowExecutionStatus.COMPLETED:
+            result = await handle.result()
+            return CallView(_finished_state(result), live=False, running=False, history_events=[])
+        if running and await self.worker_serving(description.task_queue):
+            state = await handle.query(ToolCallWorkflow.status)
+            return CallView(state, live=True, running=True, history_events=[])
+        return await self._from_history(handle, description, running)
+
+    async def _from_history(
+        self, handle: Handle, description: WorkflowExecutionDescription, running: bool
+    ) -> CallView:
+        memo = await description.memo()
+        attrs = description.typed_search_attributes
+        status = attrs.get(SEARCH_STATUS) or Phase.PLANNING.value
+        history = await handle.fetch_history()
+        state = CallState(
+            workflow_id=description.id,
+            call_id="",
+            tool=attrs.get(SEARCH_TOOL) or "",
+            phase=Phase(status) if status in Phase.__members__.values() else Phase.DONE,
+            capabilities=list(attrs.get(SEARCH_CAPABILITIES) or []),
+            pending_approval=_model(ApprovalRequest, memo.get(MEMO_PENDING_APPROVAL)),
+            pending_question=_model(UserQuestion, memo.get(MEMO_PENDING_QUESTION)),
+            events=[],
+            result=None,
+        )
+        names = [EventType.Name(e.event_type).removeprefix("EVENT_TYPE_") for e in history.events]
+        return CallView(state, live=False, running=running, history_events=names)
+
+    async def decide(self, workflow_id: str, decision: ApprovalDecision) -> Outcome:
+        """Send a decision: the update when a worker serves the call, else the signal."""
+        handle = self.handle(workflow_id)
+        description = await handle.describe()
+        if description.status is not WorkflowExecutionStatus.RUNNING:
+            raise NoPendingRequest(f"{workflow_id}: the call has ended")
+        if not await self.worker_serving(description.task_queue):
+            signal = ToolCallWorkflow.approve if decision.approved else ToolCallWorkflow.deny
+            await handle.signal(signal, DecisionInput(**decision.model_dump(exclude={"approved"})))
+            return Outcome(Delivery.QUEUED)
+        try:
+            record = await handle.execute_update(ToolCallWorkflow.decide, decision)
+        except WorkflowUpdateFailedError as exc:
+            return Outcome(Delivery.REJECTED, reason=_reason(exc))
+        except RPCError as exc:
+            if exc.status is RPCStatusCode.NOT_FOUND:
+                return Outcome(Delivery.REJECTED, reason="the call has ended")
+            raise
+        return Outcome(Delivery.ACCEPTED, record=record)
+
+    async def approve(
+        self, workflow_id: str, *, approver: str = "", reason: str | None = None
+    ) -> Outcome:
+        """Approve the call's pending request, found in its memo."""
+        return await self._decide_pending(workflow_id, True, approver, reason)
+
+    async def deny(
+        self, workflow_id: str, *, approver: str = "", reason: str | None = None
+    ) -> Outcome:
+        """Deny the call's pending request, found in its memo."""
+        return await self._decide_pending(workflow_id, False, approver, reason)
+
+    async def _decide_pending(
+        self, workflow_id: str, approved: bool, approver: str, reason: str | None
+    ) -> Outcome:
+        pending = await self.pending_approval(workflow_id)
+        return await self.decide(
+            workflow_id,
+            ApprovalDecision(
+                request_id=pending.request_id,
+                digest=pending.digest,
+                approved=approved,
+                approver=approver,
+                reason=reason,
+            ),
+        )
+
+    async def pending_approval(self, workflow_id: str) -> ApprovalRequest:
+        """The call's pending approval request, or ``NoPendingRequest``."""
+        pending = await self._memo(workflow_id, MEMO_PENDING_APPROVAL, ApprovalRequest)
+        if pending is None:
+            raise NoPendingRequest(f"{workflow_id}: no approval is pending")
+        return pending
+
+    async def pending_question(self, workflow_id: str) -> UserQuestion:
+        """The call's pending question, or ``NoPendingRequest``."""
+        pending = await self._memo(workflow_id, MEMO_PENDING_QUESTION, UserQuestion)
+        if pending is None:
+            raise NoPendingRequest(f"{workflow_id}: no question is pending")
+        return pending
+
+    async def answer(self, workflow_id: str, text: str | None, *, responder: str = "") -> Outcome:
+        """Answer (``None`` declines) the call's pending question."""
+        question = await self.pending_question(workflow_id)
+        answer = UserAnswer(request_id=question.request_id, answer=text, responder=responder)
+        handle = self.handle(workflow_id)
+        description = await handle.describe()
+        if not await self.worker_serving(description.task_queue):
+            await handle.signal(ToolCallWorkflow.answer_signal, answer)
+            return Outcome(Delivery.QUEUED)
+        try:
+            output = await handle.execute_update(ToolCallWorkflow.answer, answer)
+        except WorkflowUpdateFailedError as exc:
+            return Outcome(Delivery.REJECTED, reason=_reason(exc))
+        return Outcome(Delivery.ACCEPTED, record=output)
+
+    async def _memo(self, workflow_id: str, key: str, model: type[_M]) -> _M | None:
+        description = await self.handle(workflow_id).describe()
+        if description.status is not WorkflowExecutionStatus.RUNNING:
+            return None
+        return _model(model, (await description.memo()).get(key))
+
+
+def _model(model: type[_M], value: Any) -> _M | None:
+    return None if value is None else model.model_validate(value)
+
+
+def _reason(exc: WorkflowUpdateFailedError) -> str:
+    cause = exc.cause
+    return cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
+
+
+def _finished_state(result: ToolCallResult) -> CallState:
+    return CallState(
+        workflow_id=result.workflow_id,
+        call_id=result.call_id,
+        tool=result.tool,
+        phase=Phase.DONE,
+        capabilities=result.capabilities,
+        pending_approval=None,
+        pending_question=None,
+        events=result.events,
+        result=result,
+    )
