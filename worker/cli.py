@@ -1,9 +1,10 @@
-"""The ``toolcalls`` command line.
+"""The ``toolcalls`` command line: parsing and dispatch, the worker and the dev server.
 
 Exit codes: 0 success, 1 the call or action did not succeed, 2 usage, configuration or connection
 errors (with a one-line reason on stderr). Every path leaves through ``os._exit`` after flushing,
 because a process that used a Temporal client can abort at interpreter exit
-(temporalio/sdk-python issue 300).
+(temporalio/sdk-python issue 300). The call commands live in ``worker.commands``, ``replay`` in
+``worker.replay``.
 """
 
 from __future__ import annotations
@@ -17,14 +18,14 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
+from worker import arguments, commands, replay
+from worker.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError
 from worker.config import Config, ConfigError, load_config
 from worker.connect import Target, connect, resolve_target
 from worker.devserver import DevServer, DevServerError
 from worker.run import StartupError, serve, stop_on_signals
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
+DECISION_COMMANDS = ("approve", "deny", "answer")
 
 log = logging.getLogger("toolcalls")
 
@@ -37,40 +38,119 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="toolcalls", description="Durable, policy-checked agent tool calls.")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    commands_ = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    run = commands.add_parser("worker", help="run a worker")
+    run = commands_.add_parser("worker", help="run a worker")
     run.add_argument("--config", help="TOML configuration (default $TOOLCALLS_CONFIG)")
     run.add_argument("--dev", action="store_true", help="start the embedded dev server first")
     run.add_argument("--address", help="Temporal address host:port")
     run.add_argument("--namespace", help="Temporal namespace")
     run.add_argument("--task-queue", help="the deployment's task queue")
 
-    dev = commands.add_parser("dev", help="run only the embedded Temporal dev server")
+    dev = commands_.add_parser("dev", help="run only the embedded Temporal dev server")
     dev.add_argument("--config", help="TOML configuration (its [dev] section)")
     dev.add_argument("--db", help="SQLite file for the server's state")
     dev.add_argument("--port", type=int, help="frontend gRPC port")
     dev.add_argument("--ui-port", type=int, help="web UI port")
     dev.add_argument("--headless", action="store_true", help="no web UI")
+
+    _call_parsers(commands_)
     return parser
+
+
+def _call_parsers(commands_: argparse._SubParsersAction[_Parser]) -> None:
+    output = _Parser(add_help=False)
+    output.add_argument("--json", action="store_true", help="print JSON instead of text")
+    connection = _Parser(add_help=False)
+    connection.add_argument("--config", help="TOML configuration (default $TOOLCALLS_CONFIG)")
+    connection.add_argument("--address", help="Temporal address host:port")
+    connection.add_argument("--namespace", help="Temporal namespace")
+    connection.add_argument("--task-queue", help="the deployment's task queue")
+    both = [connection, output]
+
+    call = commands_.add_parser("call", parents=both, help="run one tool call")
+    call.add_argument("tool", metavar="TOOL")
+    call.add_argument(
+        "arguments", metavar="ARGS_JSON", nargs="?", default="{}", help="a JSON object"
+    )
+    call.add_argument("--policy", metavar="JSON|FILE", help="a CapabilityPolicy, inline or a file")
+    call.add_argument(
+        "--require-approval",
+        action="store_true",
+        help="require a human approval for every capability of the tool",
+    )
+    call.add_argument(
+        "--approval-timeout",
+        metavar="SECONDS",
+        type=arguments.approval_timeout,
+        default=argparse.SUPPRESS,
+        help="how long to wait for a decision, or none (default 24 hours)",
+    )
+    call.add_argument("--id", metavar="WORKFLOW_ID", help="the workflow id")
+    call.add_argument(
+        "--no-wait", action="store_true", help="print the workflow id instead of the result"
+    )
+
+    pending = commands_.add_parser(
+        "pending", parents=both, help="list calls waiting for an approval or an answer"
+    )
+    pending.add_argument("--limit", type=int, default=100, help="list at most this many")
+    show = commands_.add_parser("show", parents=both, help="show one call")
+    show.add_argument("workflow_id", metavar="WORKFLOW_ID")
+
+    for verb in ("approve", "deny"):
+        decide = commands_.add_parser(verb, parents=both, help=f"{verb} a call's pending request")
+        decide.add_argument("workflow_id", metavar="WORKFLOW_ID")
+        decide.add_argument("--by", metavar="NAME", help="who decides (default: your user name)")
+        decide.add_argument("--reason", metavar="TEXT", help="why")
+    answer = commands_.add_parser("answer", parents=both, help="answer an ask_user call")
+    answer.add_argument("workflow_id", metavar="WORKFLOW_ID")
+    answer.add_argument("text", metavar="TEXT", nargs="?", help="the answer")
+    answer.add_argument("--decline", action="store_true", help="decline to answer")
+    answer.add_argument("--by", metavar="NAME", help="who answers (default: your user name)")
+
+    tools = commands_.add_parser(
+        "tools", parents=[output], help="list the enabled tools (no server needed)"
+    )
+    tools.add_argument("--config", help="TOML configuration (default $TOOLCALLS_CONFIG)")
+    replay_ = commands_.add_parser(
+        "replay", parents=[output], help="replay exported histories against this version"
+    )
+    replay_.add_argument("histories", metavar="HISTORY.json", nargs="+")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``toolcalls`` console script."""
     args = _parser().parse_args(argv)
+    if args.command in DECISION_COMMANDS:
+        problem = arguments.check_decision_args(args)
+        if problem:
+            _leave(EXIT_USAGE, f"toolcalls {args.command}: error: {problem}")
     try:
-        config = load_config(args.config)
-        logging.basicConfig(
-            level=config.log_level.upper(),
-            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        )
-        if args.command == "worker":
-            code = asyncio.run(_worker(config, args))
+        if args.command == "replay":
+            code = asyncio.run(replay.run(args))
         else:
-            code = asyncio.run(_dev(config, args))
+            config = load_config(args.config)
+            serving = args.command in ("worker", "dev")
+            logging.basicConfig(
+                level=config.log_level.upper() if serving else logging.WARNING,
+                format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+            )
+            if args.command == "worker":
+                code = asyncio.run(_worker(config, args))
+            elif args.command == "dev":
+                code = asyncio.run(_dev(config, args))
+            elif args.command == "tools":
+                code = commands.list_tools(config, args)
+            else:
+                code = asyncio.run(commands.run(config, args))
     except (ConfigError, DevServerError, StartupError) as exc:
         _leave(EXIT_USAGE, f"toolcalls: {exc}")
+    except CommandError as exc:
+        _leave(exc.code, f"toolcalls: {exc}")
     except KeyboardInterrupt:
+        if args.command not in ("worker", "dev"):
+            _leave(EXIT_FAILED, f"toolcalls: {args.command}: interrupted")
         code = EXIT_OK
     _leave(code)
 

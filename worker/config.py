@@ -41,6 +41,28 @@ class ConfigError(ValueError):
     """The configuration is invalid; the message names the key and the file."""
 
 
+def check_rule_keys(rules: Iterable[str]) -> None:
+    """Refuse policy rule keys that are malformed or match no capability.
+
+    Raises:
+        ValueError: naming the bad keys.
+    """
+    rules = list(rules)
+    bad = [key for key in rules if not policy.is_valid_rule(key)]
+    if bad:
+        raise ValueError(f"invalid rule keys {bad}: use a capability or a family.* prefix")
+    # A misspelt rule would match nothing, so a deny written for it would silently not apply.
+    unknown = [
+        key
+        for key in rules
+        if not any(
+            cap.startswith(key[:-1]) if key.endswith(".*") else cap == key for cap in CAPABILITIES
+        )
+    ]
+    if unknown:
+        raise ValueError(f"rule keys {unknown} match no capability")
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -82,20 +104,7 @@ class CeilingSection(_Section):
     @field_validator("rules")
     @classmethod
     def _rule_keys(cls, rules: dict[str, Effect]) -> dict[str, Effect]:
-        bad = [key for key in rules if not policy.is_valid_rule(key)]
-        if bad:
-            raise ValueError(f"invalid rule keys {bad}: use a capability or a family.* prefix")
-        # A misspelt rule would match nothing, so a deny written for it would silently not apply.
-        unknown = [
-            key
-            for key in rules
-            if not any(
-                cap.startswith(key[:-1]) if key.endswith(".*") else cap == key
-                for cap in CAPABILITIES
-            )
-        ]
-        if unknown:
-            raise ValueError(f"rule keys {unknown} match no capability")
+        check_rule_keys(rules)
         return rules
 
     def policy(self) -> CapabilityPolicy:

@@ -9,6 +9,7 @@ signal when none does (the decision is queued and applied when a worker returns)
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -54,7 +55,19 @@ from workflows.models import (
 from workflows.tool_call import ToolCallWorkflow
 
 POLLER_FRESHNESS = timedelta(minutes=1)
-"""A workflow poller seen this recently counts as a worker serving the call's queue."""
+"""A workflow poller seen this recently may be a worker serving the call's queue."""
+PROBE_TIMEOUT = timedelta(seconds=5)
+"""How long a worker gets to answer the ``status`` query before the call counts as unserved.
+
+The server keeps listing a stopped worker's pollers as fresh for up to a minute (a live idle
+worker's last poll is up to a minute old too), so fresh pollers alone do not prove a worker serves
+the call; an update or query sent to a call nobody serves waits forever.
+"""
+_NO_ANSWER = (
+    RPCStatusCode.CANCELLED,  # how the SDK reports its own RPC timeout
+    RPCStatusCode.DEADLINE_EXCEEDED,
+    RPCStatusCode.FAILED_PRECONDITION,  # "no poller seen for task queue recently"
+)
 PENDING_QUERY = (
     f'WorkflowType = "{WORKFLOW_NAME}" AND ExecutionStatus = "Running" AND '
     f'{SEARCH_STATUS.name} IN ("{Phase.AWAITING_APPROVAL.value}", "{Phase.AWAITING_ANSWER.value}")'
@@ -124,15 +137,27 @@ class CallView:
 class ToolCallClient:
     """Start, watch and decide tool calls; every method works with a plain Temporal ``Client``."""
 
-    def __init__(self, client: Client, *, task_queue: str = DEFAULT_TASK_QUEUE) -> None:
+    def __init__(
+        self,
+        client: Client,
+        *,
+        task_queue: str = DEFAULT_TASK_QUEUE,
+        probe_timeout: timedelta = PROBE_TIMEOUT,
+    ) -> None:
         if client.data_converter.payload_converter_class is not (
             pydantic_data_converter.payload_converter_class
         ):
             config = client.config()
-            config["data_converter"] = pydantic_data_converter
+            # Only the payload converter changes: a codec (encryption, say) and a failure
+            # converter the application chose must stay, or payloads go out unencoded.
+            config["data_converter"] = dataclasses.replace(
+                config["data_converter"],
+                payload_converter_class=pydantic_data_converter.payload_converter_class,
+            )
             client = Client(**config)
         self.client = client
         self.task_queue = task_queue
+        self.probe_timeout = probe_timeout
 
     @classmethod
     async def connect(
@@ -220,23 +245,43 @@ class ToolCallClient:
         if not running and description.status is WorkflowExecutionStatus.COMPLETED:
             result = await handle.result()
             return CallView(_finished_state(result), live=False, running=False, history_events=[])
-        if running and await self.worker_serving(description.task_queue):
-            state = await handle.query(ToolCallWorkflow.status)
+        state = await self._live_state(handle, description) if running else None
+        if state is not None:
             return CallView(state, live=True, running=True, history_events=[])
         return await self._from_history(handle, description, running)
+
+    async def _live_state(
+        self, handle: Handle, description: WorkflowExecutionDescription
+    ) -> CallState | None:
+        """The call's state from the worker serving it, or ``None`` when none answers in time."""
+        if not await self.worker_serving(description.task_queue):
+            return None
+        try:
+            return await handle.query(ToolCallWorkflow.status, rpc_timeout=self.probe_timeout)
+        except RPCError as exc:
+            if exc.status in _NO_ANSWER:
+                return None
+            raise
 
     async def _from_history(
         self, handle: Handle, description: WorkflowExecutionDescription, running: bool
     ) -> CallView:
-        memo = await description.memo()
+        memo = await description.memo() if running else {}
         attrs = description.typed_search_attributes
         status = attrs.get(SEARCH_STATUS) or Phase.PLANNING.value
         history = await handle.fetch_history()
+        started = history.events[0].workflow_execution_started_event_attributes
+        (request,) = await self.client.data_converter.decode(
+            started.input.payloads, [ToolCallRequest]
+        )
+        # A call that ended without saying so (terminated, timed out) waits for nothing, whatever
+        # its last search attribute and memo say.
+        known = running and status in Phase.__members__.values()
         state = CallState(
             workflow_id=description.id,
-            call_id="",
-            tool=attrs.get(SEARCH_TOOL) or "",
-            phase=Phase(status) if status in Phase.__members__.values() else Phase.DONE,
+            call_id=request.call_id or description.id,
+            tool=attrs.get(SEARCH_TOOL) or request.tool,
+            phase=Phase(status) if known else Phase.DONE,
             capabilities=list(attrs.get(SEARCH_CAPABILITIES) or []),
             pending_approval=_model(ApprovalRequest, memo.get(MEMO_PENDING_APPROVAL)),
             pending_question=_model(UserQuestion, memo.get(MEMO_PENDING_QUESTION)),
@@ -252,7 +297,7 @@ class ToolCallClient:
         description = await handle.describe()
         if description.status is not WorkflowExecutionStatus.RUNNING:
             raise NoPendingRequest(f"{workflow_id}: the call has ended")
-        if not await self.worker_serving(description.task_queue):
+        if await self._live_state(handle, description) is None:
             signal = ToolCallWorkflow.approve if decision.approved else ToolCallWorkflow.deny
             await handle.signal(signal, DecisionInput(**decision.model_dump(exclude={"approved"})))
             return Outcome(Delivery.QUEUED)
@@ -313,7 +358,7 @@ class ToolCallClient:
         answer = UserAnswer(request_id=question.request_id, answer=text, responder=responder)
         handle = self.handle(workflow_id)
         description = await handle.describe()
-        if not await self.worker_serving(description.task_queue):
+        if await self._live_state(handle, description) is None:
             await handle.signal(ToolCallWorkflow.answer_signal, answer)
             return Outcome(Delivery.QUEUED)
         try:

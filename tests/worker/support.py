@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import queue
@@ -11,7 +12,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 TOOLCALLS = str(Path(sys.executable).with_name("toolcalls"))
@@ -151,3 +153,76 @@ class Spawned:
             self.process.wait(10)
         for reader in self._readers:
             reader.join(5)
+
+
+Spawn = Callable[..., Spawned]
+"""The ``spawn`` fixture: start ``toolcalls`` with arguments (and optionally ``env=``)."""
+
+
+def hermetic_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """No Temporal settings from the user running the tests, and no real profile file."""
+    return clean_env(TEMPORAL_CONFIG_FILE=str(tmp_path / "no-temporal.toml"), **extra)
+
+
+def run(
+    args: Sequence[str], tmp_path: Path, timeout: float = 30, **extra: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        list(args),
+        env=hermetic_env(tmp_path, **extra),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@dataclass(frozen=True)
+class Done:
+    """A finished command: exit status and everything it printed."""
+
+    code: int
+    stdout: str
+    stderr: str
+
+
+async def toolcalls(
+    tmp_path: Path, *args: str, timeout: float = 60, env: Mapping[str, str] | None = None
+) -> Done:
+    """Run ``toolcalls ARGS`` to completion without blocking the event loop.
+
+    An in-process worker runs on the test's event loop, so a blocking ``subprocess.run`` would
+    starve it while the command waits for the worker.
+    """
+    process = await asyncio.create_subprocess_exec(
+        TOOLCALLS,
+        *args,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(env) if env is not None else hermetic_env(tmp_path),
+        cwd=tmp_path,
+        start_new_session=True,
+    )
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), timeout)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        await process.wait()
+        raise AssertionError(f"toolcalls {' '.join(args)} still running after {timeout}s") from None
+    assert process.returncode is not None
+    return Done(process.returncode, out.decode(), err.decode())
+
+
+def one_line(stderr: str) -> str:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+def write_config(tmp_path: Path, text: str, name: str = "toolcalls.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path

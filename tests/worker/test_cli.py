@@ -5,11 +5,9 @@ from __future__ import annotations
 import asyncio
 import signal
 import socket
-import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -19,13 +17,15 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from tests.worker.support import (
     TOOLCALLS,
-    Spawned,
-    clean_env,
+    Spawn,
     free_port,
-    kill_marked,
+    hermetic_env,
+    one_line,
     pids_with,
     port_open,
+    run,
     wait_port_closed,
+    write_config,
 )
 from workflows.models import (
     SEARCH_TOOL,
@@ -36,59 +36,6 @@ from workflows.models import (
     ToolCallRequest,
 )
 from workflows.tool_call import ToolCallWorkflow
-
-Spawn = Callable[..., Spawned]
-
-
-@pytest.fixture
-def spawn(tmp_path: Path) -> Iterator[Spawn]:
-    """Start commands in their own process groups; kill whatever is left in teardown.
-
-    The dev server a command starts runs in a session of its own, so it is found by the test's
-    unique tmp path on its command line (its database file lives there).
-    """
-    started: list[Spawned] = []
-
-    def start(*args: str, env: dict[str, str] | None = None) -> Spawned:
-        spawned = Spawned([TOOLCALLS, *args], env or hermetic_env(tmp_path), cwd=tmp_path)
-        started.append(spawned)
-        return spawned
-
-    yield start
-    for spawned in started:
-        spawned.kill()
-    kill_marked(str(tmp_path))
-
-
-def hermetic_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    """No Temporal settings from the user running the tests, and no real profile file."""
-    return clean_env(TEMPORAL_CONFIG_FILE=str(tmp_path / "no-temporal.toml"), **extra)
-
-
-def run(
-    args: Sequence[str], tmp_path: Path, timeout: float = 30, **extra: str
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        list(args),
-        env=hermetic_env(tmp_path, **extra),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
-def one_line(stderr: str) -> str:
-    lines = stderr.strip().splitlines()
-    assert len(lines) == 1, stderr
-    return lines[0]
-
-
-def write_config(tmp_path: Path, text: str, name: str = "toolcalls.toml") -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 async def test_worker_dev_runs_an_approved_call_and_stops_on_sigterm(

@@ -1,0 +1,301 @@
+"""``ToolCallClient``: deciding and answering, with a worker (update) and without (signal)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowExecutionStatus
+
+from tests.support.client import ASK, listed_pending, question_request, write_request
+from tests.support.harness import history_types, make_config, running_worker
+from workflows.client import Delivery, NoPendingRequest, PendingCall, ToolCallClient
+from workflows.models import (
+    ApprovalDecision,
+    ApprovalRecord,
+    ApprovalRequest,
+    AskUserOutput,
+    CallStatus,
+    ErrorCode,
+    EventKind,
+    Phase,
+    QuestionStatus,
+    ToolCallRequest,
+)
+
+PROBE = timedelta(seconds=2)
+UPDATE_EVENTS = {
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ADMITTED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_REJECTED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED,
+}
+SIGNALED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+
+
+def decision(
+    pending: ApprovalRequest, approved: bool = True, **changes: object
+) -> ApprovalDecision:
+    sent = ApprovalDecision(
+        request_id=pending.request_id, digest=pending.digest, approved=approved, approver="alice"
+    )
+    return sent.model_copy(update=changes)
+
+
+async def approval_of(tools: ToolCallClient, workflow_id: str) -> ApprovalRequest:
+    found = (await listed_pending(tools, workflow_id))[workflow_id].approval
+    assert found is not None
+    return found
+
+
+async def test_decide_with_a_worker_accepts_or_rejects_with_the_reason(
+    client: Client, task_queue: str
+) -> None:
+    tools = ToolCallClient(client, task_queue=task_queue, probe_timeout=PROBE)
+    async with running_worker(client, make_config(task_queue)) as probes:
+        handle = await tools.start(write_request("a"))
+        pending = await approval_of(tools, handle.id)
+
+        stale = await tools.decide(handle.id, decision(pending, request_id="old-request"))
+        assert (stale.delivery, stale.ok, stale.record) == (Delivery.REJECTED, False, None)
+        assert stale.reason == "unknown or stale request id 'old-request'"
+        forged = await tools.decide(handle.id, decision(pending, digest="0" * 64))
+        assert forged.delivery is Delivery.REJECTED
+        assert forged.reason == "digest does not match the pending request"
+        types = await history_types(handle)
+        assert not UPDATE_EVENTS & set(types)
+        assert SIGNALED not in types
+        assert (await tools.status(handle.id)).state.pending_approval == pending
+
+        accepted = await tools.decide(handle.id, decision(pending, reason="looks right"))
+        result = await asyncio.wait_for(handle.result(), 30)
+
+    assert (accepted.delivery, accepted.ok, accepted.reason) == (Delivery.ACCEPTED, True, None)
+    record = accepted.record
+    assert isinstance(record, ApprovalRecord)
+    assert (record.request_id, record.digest) == (pending.request_id, pending.digest)
+    assert (record.approved, record.approver, record.reason, record.via) == (
+        True,
+        "alice",
+        "looks right",
+        "update",
+    )
+    assert result.status is CallStatus.COMPLETED
+    assert result.approval == record
+    assert probes.runs == {"probe_write": 1}
+    assert (await history_types(handle)).count(
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+    ) == 1
+
+    with pytest.raises(NoPendingRequest, match="the call has ended"):
+        await tools.decide(handle.id, decision(pending))
+
+
+async def test_decide_without_a_worker_is_queued_and_applied_later(
+    client: Client, task_queue: str
+) -> None:
+    tools = ToolCallClient(client, task_queue=task_queue, probe_timeout=PROBE)
+    config = make_config(task_queue)
+    async with running_worker(client, config):
+        approved = await tools.start(write_request("b"))
+        denied = await tools.start(write_request("c"))
+        found = await listed_pending(tools, approved.id, denied.id)
+
+    # The worker has just stopped: its pollers still look fresh, but nobody answers.
+    first = found[approved.id].approval
+    assert first is not None
+    queued = await asyncio.wait_for(
+        tools.decide(approved.id, decision(first, approver="bob", reason="ok")), 20
+    )
+    assert (queued.delivery, queued.ok, queued.record) == (Delivery.QUEUED, True, None)
+    refused = await asyncio.wait_for(tools.deny(denied.id, approver="carol", reason="no"), 20)
+    assert refused.delivery is Delivery.QUEUED
+    assert SIGNALED in await history_types(approved)
+    # Queued, not applied: both still wait, and still show as pending.
+    assert (await tools.status(approved.id)).state.phase is Phase.AWAITING_APPROVAL
+    await listed_pending(tools, approved.id, denied.id)
+
+    async with running_worker(client, config) as probes:
+        ok, no = await asyncio.wait_for(asyncio.gather(approved.result(), denied.result()), 30)
+    assert ok.status is CallStatus.COMPLETED
+    assert ok.approval is not None
+    assert (ok.approval.approver, ok.approval.reason, ok.approval.via) == ("bob", "ok", "signal")
+    assert ok.approval.request_id == first.request_id
+    assert no.status is CallStatus.DENIED
+    assert no.error is not None
+    assert no.error.code is ErrorCode.APPROVAL_DENIED
+    assert no.error.message == "probe_write: denied by carol: no"
+    assert probes.runs == {"probe_write": 1}
+    assert not UPDATE_EVENTS & set(await history_types(approved))
+
+
+async def test_approve_and_deny_find_the_request_themselves(
+    client: Client, task_queue: str
+) -> None:
+    tools = ToolCallClient(client, task_queue=task_queue, probe_timeout=PROBE)
+    async with running_worker(client, make_config(task_queue)) as probes:
+        yes = await tools.start(write_request("d"))
+        no = await tools.start(write_request("e"))
+        found = await listed_pending(tools, yes.id, no.id)
+        approved = await tools.approve(yes.id, approver="alice", reason="fine")
+        denied = await tools.deny(no.id, approver="bob", reason="wrong file")
+        results = await asyncio.wait_for(asyncio.gather(yes.result(), no.result()), 30)
+
+    for outcome, workflow_id, verdict in ((approved, yes.id, True), (denied, no.id, False)):
+        pending = found[workflow_id].approval
+        assert pending is not None
+        assert outcome.delivery is Delivery.ACCEPTED
+        assert isinstance(outcome.record, ApprovalRecord)
+        assert (outcome.record.request_id, outcome.record.digest) == (
+            pending.request_id,
+            pending.digest,
+        )
+        assert (outcome.record.approved, outcome.record.via) == (verdict, "update")
+    assert [r.status for r in results] == [CallStatus.COMPLETED, CallStatus.DENIED]
+    assert results[0].output["approved_by"] == "alice"
+    assert results[1].error is not None
+    assert results[1].error.message == "probe_write: denied by bob: wrong file"
+    assert probes.runs == {"probe_write": 1}
+
+
+async def test_answer_text_or_decline_with_a_worker(client: Client, task_queue: str) -> None:
+    tools = ToolCallClient(client, task_queue=task_queue, probe_timeout=PROBE)
+    async with running_worker(client, make_config(task_queue)):
+        text = await tools.start(question_request())
+        declined = await tools.start(question_request())
+        found = await listed_pending(tools, text.id, declined.id)
+        blank = await tools.answer(text.id, "  ")
+        assert (blank.delivery, blank.reason) == (
+            Delivery.REJECTED,
+            "the answer is blank; send null to decline",
+        )
+        answered = await tools.answer(text.id, "CSV", responder="dana")
+        refused = await tools.answer(declined.id, None)
+        results = await asyncio.wait_for(asyncio.gather(text.result(), declined.result()), 30)
+
+    asked = found[text.id].question
+    assert asked is not None
+    assert answered.delivery is Delivery.ACCEPTED
+    assert answered.record == AskUserOutput(
+        request_id=asked.request_id, status=QuestionStatus.ANSWERED, answer="CSV"
+    )
+    assert refused.delivery is Delivery.ACCEPTED
+    assert isinstance(refused.record, AskUserOutput)
+    assert (refused.record.status, refused.record.answer) == (QuestionStatus.DECLINED, None)
+    assert [r.output["status"] for r in results] == ["answered", "declined"]
+    assert results[0].output["answer"] == "CSV"
+    assert results[0].events[-2].message == "by dana"
+    answer_events = [e.kind for r in results for e in r.events if e.kind.startswith("question_")]
+    assert answer_events == [
+        EventKind.QUESTION_ASKED,
+        EventKind.QUESTION_ANSWERED,
+        EventKind.QUESTION_ASKED,
+        EventKind.QUESTION_DECLINED,
+    ]
+
+
+async def test_answer_without_a_worker_is_queued(client: Client, task_queue: str) -> None:
+    tools = ToolCallClient(client, task_queue=task_queue, probe_timeout=PROBE)
+    config = make_config(task_queue)
+    async with running_worker(client, config):
+        text = await tools.start(question_request())
+        declined = await tools.start(question_request())
+        await listed_pending(tools, text.id, declined.id)
+
+    answered = await asyncio.wait_for(tools.answer(text.id, "JSON", responder="erin"), 20)
+    refused = await asyncio.wait_for(tools.answer(declined.id, None), 20)
+    assert (answered.delivery, refused.delivery) == (Delivery.QUEUED, Delivery.QUEUED)
+    assert answered.record is None
+    assert SIGNALED in await history_types(text)
+
+    async with running_worker(client, config):
+        results = await asyncio.wait_for(asyncio.gather(text.result(), declined.result()), 30)
+    assert [(r.output["status"], r.output["answer"]) for r in results] == [
+        ("answered", "JSON"),
+        ("declined", None),
+    ]
+    assert results[0].events[-2].message == "by erin"
+
+
+async def test_nothing_pending_raises_or_is_rejected(client: Client, task_queue: str) -> None:
+    tools = ToolCallClient(client, task_queue=task_queue, probe_timeout=PROBE)
+    async with running_worker(client, make_config(task_queue)):
+        ask = await tools.start(question_request())
+        write = await tools.start(write_request("f"))
+        found = await listed_pending(tools, ask.id, write.id)
+        pending = found[write.id].approval
+        assert pending is not None
+
+        with pytest.raises(NoPendingRequest, match="no approval is pending"):
+            await tools.approve(ask.id)
+        with pytest.raises(NoPendingRequest, match="no approval is pending"):
+            await tools.deny(ask.id)
+        with pytest.raises(NoPendingRequest, match="no question is pending"):
+            await tools.answer(write.id, "yes")
+        # A decision sent straight to a call that asks a question: the validator refuses it.
+        wrong = await tools.decide(ask.id, decision(pending))
+        assert (wrong.delivery, wrong.reason) == (Delivery.REJECTED, "no approval is pending")
+
+        await tools.answer(ask.id, "JSON")
+        await tools.deny(write.id)
+        finished = await asyncio.wait_for(tools.call(ToolCallRequest(tool="current_datetime")), 30)
+        await asyncio.wait_for(asyncio.gather(ask.result(), write.result()), 30)
+
+        for workflow_id in (ask.id, write.id, finished.workflow_id):
+            with pytest.raises(NoPendingRequest, match="no approval is pending"):
+                await tools.approve(workflow_id)
+            with pytest.raises(NoPendingRequest, match="no question is pending"):
+                await tools.answer(workflow_id, None)
+            with pytest.raises(NoPendingRequest, match="the call has ended"):
+                await tools.decide(workflow_id, decision(pending))
+    assert (await write.describe()).status is WorkflowExecutionStatus.COMPLETED
+
+
+def summary(call: PendingCall) -> str:
+    """What a UI shows for one pending call, from ``pending()`` output alone."""
+    expires = call.expires_at.isoformat(timespec="seconds") if call.expires_at else "never"
+    if call.approval is not None:
+        args = json.dumps(call.approval.arguments, sort_keys=True)
+        diffs = [a.text for a in call.approval.preview if a.kind == "diff"]
+        return (
+            f"approve {call.tool}({args}) needing {', '.join(call.capabilities)}; "
+            f"diff {diffs!r}; expires {expires}"
+        )
+    assert call.question is not None
+    options = " / ".join(call.question.options)
+    return f"answer {call.tool}: {call.question.question} [{options}]; expires {expires}"
+
+
+async def test_a_ui_renders_pending_calls_from_pending_alone(
+    client: Client, task_queue: str
+) -> None:
+    tools = ToolCallClient(client, task_queue=task_queue, probe_timeout=PROBE)
+    async with running_worker(client, make_config(task_queue)):
+        write = await tools.start(write_request("ui", approval_timeout=timedelta(hours=1)))
+        forever = await tools.start(write_request("later", approval_timeout=None))
+        ask = await tools.start(question_request())
+        await listed_pending(tools, write.id, forever.id, ask.id)
+
+    # No worker runs: everything below comes from one visibility query.
+    ours = {write.id, forever.id, ask.id}
+    calls = [call for call in await tools.pending() if call.workflow_id in ours]
+    lines = {call.workflow_id: summary(call) for call in calls}
+    by_id = {call.workflow_id: call for call in calls}
+    requested = by_id[write.id].approval
+    asked = by_id[ask.id].question
+    assert requested is not None
+    assert asked is not None
+    in_an_hour = (requested.requested_at + timedelta(hours=1)).isoformat(timespec="seconds")
+    in_five_minutes = (asked.asked_at + timedelta(minutes=5)).isoformat(timespec="seconds")
+    assert lines == {
+        write.id: 'approve probe_write({"token": "ui"}) needing filesystem.write; '
+        f"diff ['+ui\\n']; expires {in_an_hour}",
+        forever.id: 'approve probe_write({"token": "later"}) needing filesystem.write; '
+        "diff ['+later\\n']; expires never",
+        ask.id: f"answer ask_user: {ASK['question']} [JSON / CSV]; expires {in_five_minutes}",
+    }
+    for handle in (write, forever, ask):
+        await handle.terminate(reason="test over")

@@ -1,0 +1,130 @@
+"""The call commands' arguments, checked before anything connects.
+
+A typo is a usage error (exit 2) whatever the state of the server. Exit codes and ``CommandError``
+live here too, so that every command module can raise one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from worker.config import check_rule_keys
+from workflows import policy
+from workflows.models import (
+    MAX_APPROVER_CHARS,
+    MAX_REASON_CHARS,
+    CapabilityPolicy,
+    Effect,
+    ToolCallRequest,
+)
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class CommandError(Exception):
+    """A command did not succeed: ``code`` is the exit status, the message one line for stderr."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def approval_timeout(value: str) -> timedelta | None:
+    """``--approval-timeout``: positive seconds, or ``none`` to wait without a timer."""
+    if value.strip().lower() == "none":
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive number of seconds or none")
+    return timedelta(seconds=seconds)
+
+
+def default_approver() -> str:
+    """Who ``approve``/``deny``/``answer`` say decided, unless ``--by`` names someone."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry, no LOGNAME: an unnamed approver
+        return ""
+
+
+def build_request(args: argparse.Namespace) -> ToolCallRequest:
+    """The request ``call`` starts, from its arguments; bad ones are usage errors."""
+    try:
+        arguments = json.loads(args.arguments)
+    except json.JSONDecodeError as exc:
+        raise CommandError(EXIT_USAGE, f"call: ARGS_JSON is not valid JSON: {exc}") from None
+    if not isinstance(arguments, dict):
+        kind = type(arguments).__name__
+        raise CommandError(EXIT_USAGE, f"call: ARGS_JSON must be a JSON object, not {kind}")
+    request_policy = parse_policy(args.policy) if args.policy is not None else None
+    if args.require_approval:
+        request_policy = requiring_approval(args.tool, request_policy)
+    fields: dict[str, Any] = {"tool": args.tool, "arguments": arguments, "policy": request_policy}
+    if hasattr(args, "approval_timeout"):  # absent unless given: the request's default applies
+        fields["approval_timeout"] = args.approval_timeout
+    return ToolCallRequest(**fields)
+
+
+def parse_policy(value: str) -> CapabilityPolicy:
+    """``--policy``: inline JSON (it starts with ``{``) or the path of a JSON file."""
+    if value.lstrip().startswith("{"):
+        source, text = "--policy", value
+    else:
+        source = f"--policy {value}"
+        try:
+            text = Path(value).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise CommandError(EXIT_USAGE, f"call: {source}: cannot read: {reason}") from None
+    try:
+        parsed = CapabilityPolicy.model_validate_json(text)
+        check_rule_keys(parsed.rules)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'policy'}: {err['msg']}"
+            for err in exc.errors(include_url=False)
+        )
+        raise CommandError(EXIT_USAGE, f"call: {source}: {problems}") from None
+    except ValueError as exc:
+        raise CommandError(EXIT_USAGE, f"call: {source}: rules: {exc}") from None
+    return parsed
+
+
+def requiring_approval(tool: str, base: CapabilityPolicy | None) -> CapabilityPolicy:
+    """``--require-approval``: every capability of ``tool``, and the tool itself, need a human.
+
+    The ``tools`` entry covers tools without capabilities (``calculator``); with ``--policy`` the
+    stricter of the two effects wins everywhere, so a ``deny`` stays a deny.
+    """
+    base = base or CapabilityPolicy()
+    approval = Effect.REQUIRE_APPROVAL
+    return CapabilityPolicy(
+        rules={key: policy.strictest([effect, approval]) for key, effect in base.rules.items()},
+        tools={**base.tools, tool: policy.strictest([base.tools.get(tool, approval), approval])},
+        default_effect=policy.strictest([base.default_effect, approval]),
+    )
+
+
+def check_decision_args(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``approve``/``deny``/``answer`` arguments; fills in ``--by``'s default."""
+    if args.by is None:
+        args.by = default_approver()
+    if len(args.by) > MAX_APPROVER_CHARS:
+        return f"--by: at most {MAX_APPROVER_CHARS} characters"
+    if getattr(args, "reason", None) is not None and len(args.reason) > MAX_REASON_CHARS:
+        return f"--reason: at most {MAX_REASON_CHARS} characters"
+    if args.command == "answer" and (args.text is None) == (not args.decline):
+        return "give either TEXT or --decline"
+    return None

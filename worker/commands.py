@@ -1,0 +1,252 @@
+"""The call commands of ``toolcalls``: call, pending, show, approve, deny, answer, tools.
+
+They connect like the worker (``--config``, ``temporalio.envconfig``, ``--address``,
+``--namespace``) and do what ``workflows.client.ToolCallClient`` does, printing text or, with
+``--json``, JSON on stdout. A command returns its exit code; a failure raises ``CommandError``
+carrying the code and a one-line reason for stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Awaitable
+from typing import Any, TextIO
+
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from worker.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, build_request
+from worker.config import Config, build_catalog
+from worker.connect import connect, resolve_target
+from worker.render import (
+    dumps,
+    elapsed,
+    pending_json,
+    pending_table,
+    result_reason,
+    result_text,
+    shorten,
+    tools_text,
+    view_json,
+    view_text,
+)
+from workflows.client import CallView, Delivery, NoPendingRequest, Outcome, ToolCallClient
+from workflows.models import (
+    ApprovalRecord,
+    AskUserOutput,
+    CallStatus,
+    Phase,
+    ToolCallRequest,
+    ToolCallResult,
+)
+
+PROGRESS_INTERVAL = 0.5
+"""Seconds between redraws of the progress line."""
+STATUS_INTERVAL = 1.0
+"""Seconds between the progress line's status checks."""
+DEFAULT_COLUMNS = 79
+"""The progress line's width on a terminal that does not say how wide it is."""
+
+
+async def connect_tools(config: Config, args: argparse.Namespace) -> ToolCallClient:
+    """A ``ToolCallClient`` connected with the worker's settings; failures are exit 2."""
+    target = resolve_target(config.temporal, address=args.address, namespace=args.namespace)
+    where = f"{target.address} namespace {target.namespace}"
+    try:
+        client = await connect(target)
+    except (RuntimeError, ValueError) as exc:
+        raise CommandError(EXIT_USAGE, f"cannot connect to {where}: {exc}") from None
+    try:
+        await client.workflow_service.describe_namespace(
+            DescribeNamespaceRequest(namespace=target.namespace)
+        )
+    except RPCError as exc:
+        # Anything but a missing namespace (a key that may not describe it, say) is for the
+        # command itself to meet.
+        if exc.status is RPCStatusCode.NOT_FOUND:
+            raise CommandError(EXIT_USAGE, f"cannot connect to {where}: {exc.message}") from None
+    return ToolCallClient(client, task_queue=args.task_queue or config.task_queue)
+
+
+async def run(config: Config, args: argparse.Namespace) -> int:
+    """Run one of the commands that talk to Temporal."""
+    # Arguments are checked before connecting: a typo is a usage error, whatever the server.
+    request = build_request(args) if args.command == "call" else None
+    calls = await connect_tools(config, args)
+    what = " ".join(filter(None, [args.command, getattr(args, "workflow_id", None)]))
+    try:
+        if request is not None:
+            return await _call(calls, args, request)
+        if args.command == "pending":
+            waiting = await calls.pending(limit=args.limit)
+            _emit(args, [pending_json(call) for call in waiting], pending_table(waiting))
+            return EXIT_OK
+        if args.command == "show":
+            view = await calls.status(args.workflow_id)
+            _emit(args, {"workflow_id": args.workflow_id, **view_json(view)}, view_text(view))
+            return EXIT_OK
+        if args.command == "answer":
+            text = None if args.decline else args.text
+            outcome = await calls.answer(args.workflow_id, text, responder=args.by)
+        else:
+            decide = calls.approve if args.command == "approve" else calls.deny
+            outcome = await decide(args.workflow_id, approver=args.by, reason=args.reason)
+        return _report(args, outcome)
+    except NoPendingRequest as exc:
+        raise CommandError(EXIT_FAILED, f"{args.command}: {exc}") from None
+    except RPCError as exc:
+        if exc.status is RPCStatusCode.NOT_FOUND:
+            raise CommandError(EXIT_FAILED, f"{what}: {exc.message}") from None
+        raise CommandError(EXIT_USAGE, f"{what}: {exc.message}") from None
+
+
+def list_tools(config: Config, args: argparse.Namespace) -> int:
+    """The deployment's enabled tools, from its configuration alone."""
+    catalog = build_catalog(config)
+    _emit(args, catalog.definitions(), tools_text(catalog))
+    return EXIT_OK
+
+
+async def _call(calls: ToolCallClient, args: argparse.Namespace, request: ToolCallRequest) -> int:
+    try:
+        handle = await calls.start(request, workflow_id=args.id)
+    except WorkflowAlreadyStartedError:
+        raise CommandError(EXIT_FAILED, f"call: workflow id {args.id} is taken") from None
+    if args.no_wait:
+        _emit(args, {"workflow_id": handle.id, "run_id": handle.result_run_id}, handle.id)
+        return EXIT_OK
+    try:
+        if sys.stderr.isatty():
+            result = await _watched(calls, handle.id, request.tool, handle.result())
+        else:
+            result = await handle.result()
+    except asyncio.CancelledError:
+        raise CommandError(
+            EXIT_FAILED,
+            f"call {handle.id}: interrupted; the call goes on (toolcalls show {handle.id})",
+        ) from None
+    _emit(args, result.model_dump(mode="json"), result_text(result))
+    if result.status is not CallStatus.COMPLETED:
+        raise CommandError(EXIT_FAILED, f"call {handle.id}: {result_reason(result)}")
+    return EXIT_OK
+
+
+async def _watched(
+    calls: ToolCallClient, workflow_id: str, tool: str, waiting: Awaitable[ToolCallResult]
+) -> ToolCallResult:
+    """Await ``waiting`` (the call's result) while a progress line shows its phase."""
+    started = time.monotonic()
+    phase = "starting"
+
+    async def watch() -> None:
+        nonlocal phase
+        while True:
+            # The line is cosmetic: whatever it meets, it keeps its last phase and the wait goes on.
+            with contextlib.suppress(Exception):
+                phase = _phase_text(await calls.status(workflow_id))
+            await asyncio.sleep(STATUS_INTERVAL)
+
+    result = asyncio.ensure_future(waiting)
+    watcher = asyncio.ensure_future(watch())
+    line = _ProgressLine(sys.stderr)
+    try:
+        while not result.done():
+            line.show(f"{elapsed(time.monotonic() - started)} {workflow_id} {tool}: {phase}")
+            await asyncio.wait({result}, timeout=PROGRESS_INTERVAL)
+    finally:
+        watcher.cancel()
+        result.cancel()
+        line.clear()
+    outcome: ToolCallResult = result.result()
+    return outcome
+
+
+def _phase_text(view: CallView) -> str:
+    state = view.state
+    if state.result is not None:
+        return state.result.status.value
+    text = state.phase.value.replace("_", " ")
+    if state.phase is Phase.AWAITING_APPROVAL:
+        text += f" (toolcalls approve|deny {state.workflow_id})"
+    elif state.phase is Phase.AWAITING_ANSWER:
+        text += f" (toolcalls answer {state.workflow_id} TEXT)"
+    if view.running and not view.live:
+        text += "; no worker is serving it"
+    return text
+
+
+class _ProgressLine:
+    """One line on a terminal, redrawn in place and erased at the end."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.shown = False
+
+    def show(self, text: str) -> None:
+        try:
+            columns = os.get_terminal_size(self.stream.fileno()).columns
+        except (OSError, ValueError):
+            columns = 0
+        # A line that wraps cannot be redrawn with a carriage return. A terminal that does not
+        # know its size says 0 columns.
+        width = columns - 1 if columns > 20 else DEFAULT_COLUMNS
+        self.stream.write("\r" + shorten(text, width) + "\x1b[K")
+        self.stream.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+_DONE = {"approve": "approved", "deny": "denied", "answer": "answered"}
+_SENT = {"approve": "approval", "deny": "denial", "answer": "answer"}
+
+
+def _report(args: argparse.Namespace, outcome: Outcome) -> int:
+    """Print what became of a decision or answer; a rejected one fails the command."""
+    command, workflow_id = args.command, args.workflow_id
+    record = outcome.record
+    if outcome.delivery is Delivery.QUEUED:
+        text = (
+            f"queued: no worker is serving {workflow_id}; the {_SENT[command]} is applied "
+            "when one is"
+        )
+    elif outcome.delivery is Delivery.REJECTED:
+        text = ""  # the reason goes to stderr, once
+    elif isinstance(record, ApprovalRecord):
+        who = record.approver or "an unnamed approver"
+        text = f"{_DONE[command]} {workflow_id} (request {record.request_id}) by {who}"
+    elif isinstance(record, AskUserOutput):
+        verb = "declined" if record.answer is None else "answered"
+        text = f"{verb} {workflow_id} (request {record.request_id})"
+    else:
+        text = f"{_DONE[command]} {workflow_id}"
+    _emit(
+        args,
+        {
+            "workflow_id": workflow_id,
+            "action": command if not (command == "answer" and args.decline) else "decline",
+            "delivery": outcome.delivery.value,
+            "reason": outcome.reason,
+            "record": record.model_dump(mode="json") if record is not None else None,
+        },
+        text,
+    )
+    if outcome.delivery is Delivery.REJECTED:
+        raise CommandError(EXIT_FAILED, f"{command} {workflow_id}: rejected: {outcome.reason}")
+    return EXIT_OK
+
+
+def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    if args.json:
+        print(dumps(data))
+    elif text:
+        print(text)
