@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 CONFIG ?= examples/toolcalls.toml
 
-.PHONY: run test lint typecheck check record-histories bench clean
+.PHONY: run test lint typecheck check record-histories bench bench-overhead clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,9 @@ record-histories: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.local_activities
+
+bench-overhead: $(STAMP)
+	$(BIN)/python -m bench.overhead
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

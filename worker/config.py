@@ -88,6 +88,8 @@ class WorkerSection(_Section):
     graceful_shutdown_seconds: Seconds = 30
     max_concurrent_activities: int = Field(default=100, ge=1)
     max_cached_workflows: int = Field(default=1000, ge=0)
+    isolate_workflows: bool = False
+    """Re-import the workflow code in the sandbox for every workflow (slower; see performance)."""
 
 
 class CeilingSection(_Section):

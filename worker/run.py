@@ -29,16 +29,25 @@ from workflows.tool_call import ToolCallWorkflow
 log = logging.getLogger("toolcalls.worker")
 
 PASSTHROUGH_MODULES = ("workflows.models", "workflows.policy", "pydantic", "pydantic_core")
-"""Pure modules the sandbox may share between runs instead of re-importing them for each."""
+"""Pure modules the sandbox shares between workflow runs instead of re-importing them for each."""
 
 
 class StartupError(RuntimeError):
     """The worker cannot start; the message says why and what to do."""
 
 
-def sandbox_runner() -> SandboxedWorkflowRunner:
+def sandbox_runner(*, isolate: bool = True) -> SandboxedWorkflowRunner:
+    """The sandbox for ``ToolCallWorkflow``; ``isolate=False`` shares the ``workflows`` package.
+
+    Isolated, the sandbox re-imports ``workflows.tool_call`` for every new workflow and proxies
+    what it imports, so a non-deterministic call slipped into the workflow code fails at once.
+    That costs more worker CPU per call than the rest of the call together (docs/performance.md),
+    so production workers share the package, whose determinism the replay suite and the isolated
+    test workers guard.
+    """
+    modules = PASSTHROUGH_MODULES if isolate else (*PASSTHROUGH_MODULES, "workflows")
     return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES)
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*modules)
     )
 
 
@@ -70,7 +79,7 @@ def build_worker(
         task_queue=config.queue,
         workflows=workflows,
         activities=activities,
-        workflow_runner=sandbox_runner(),
+        workflow_runner=sandbox_runner(isolate=config.worker.isolate_workflows),
         graceful_shutdown_timeout=timedelta(seconds=config.worker.graceful_shutdown_seconds),
         max_concurrent_activities=config.worker.max_concurrent_activities,
         max_cached_workflows=config.worker.max_cached_workflows,

@@ -2,16 +2,13 @@
 
 - from a parent workflow: ``ToolCalls`` (child workflows, a shared ``CallBudget``);
 - from an application or UI: ``ToolCallClient`` (start, call, pending, status, decide, answer).
+
+The parent helpers and the client are imported on first use: a sandboxed workflow that imports
+this package (every ``ToolCallWorkflow`` run does) should not pay for the client's imports.
 """
 
-from workflows.client import (
-    CallView,
-    Delivery,
-    NoPendingRequest,
-    Outcome,
-    PendingCall,
-    ToolCallClient,
-)
+from typing import Any
+
 from workflows.models import (
     ApprovalDecision,
     ApprovalRecord,
@@ -31,7 +28,6 @@ from workflows.models import (
     UserAnswer,
     UserQuestion,
 )
-from workflows.parent import BudgetUsage, CallBudget, ToolCalls
 from workflows.tool_call import ToolCallWorkflow
 
 __all__ = [
@@ -63,3 +59,24 @@ __all__ = [
     "UserAnswer",
     "UserQuestion",
 ]
+
+_LAZY = {
+    "BudgetUsage": "workflows.parent",
+    "CallBudget": "workflows.parent",
+    "ToolCalls": "workflows.parent",
+    "CallView": "workflows.client",
+    "Delivery": "workflows.client",
+    "NoPendingRequest": "workflows.client",
+    "Outcome": "workflows.client",
+    "PendingCall": "workflows.client",
+    "ToolCallClient": "workflows.client",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'workflows' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -271,7 +271,14 @@ class ToolCallWorkflow:
         return self._end(CallStatus.COMPLETED, output=output.model_dump(mode="json"))
 
     async def _execute(self, plan: CallPlan) -> ToolCallResult:
-        self._set_phase(Phase.RUNNING)
+        assert plan.activity is not None
+        if plan.activity.heartbeat is None:
+            # A tool without a heartbeat runs for seconds at most: publishing "running" would cost
+            # a visibility write per call for a state no one could see for long. Its search
+            # attributes go out with the final status.
+            self._phase = Phase.RUNNING
+        else:
+            self._set_phase(Phase.RUNNING)
         self._event(EventKind.STARTED, f"{plan.tool} scheduled")
         output = await self._activity(plan, plan.tool, self._execute_input(plan), None)
         return self._end(CallStatus.COMPLETED, output=output)

@@ -37,9 +37,14 @@ Handle = WorkflowHandle[ToolCallWorkflow, ToolCallResult]
 
 
 def make_config(task_queue: str, **sections: Any) -> Config:
-    """A config serving every builtin and probe tool on ``task_queue``."""
+    """A config serving every builtin and probe tool on ``task_queue``.
+
+    Test workers isolate the workflow code in the sandbox, so that a non-deterministic call slipped
+    into it fails here even though production workers share the module.
+    """
     data: dict[str, Any] = {"task_queue": task_queue, "tools": ALL_TOOL_NAMES}
     data.update(sections)
+    data["worker"] = {"isolate_workflows": True, **data.get("worker", {})}
     return parse_config(data, "test config")
 
 

@@ -1,0 +1,383 @@
+"""What does ``ToolCallWorkflow`` cost over a bare workflow running the same tool activity?
+
+    make bench-overhead
+    python -m bench.overhead [--calls N] [--concurrency C ...] [--seconds S]
+
+Starts its own dev server and four workers in one process and runs ``calculator`` four ways:
+
+- ``tool/local``: ``ToolCallWorkflow`` with an allowing policy, pure tools as local activities
+  (``activities.local_pure_tools = true``, the default);
+- ``bare/local``: a bare workflow (``bench.baseline``) running the same calculator code as a local
+  activity with the catalog's options for it (start-to-close, one attempt);
+- ``tool/activity``: ``ToolCallWorkflow`` with ``local_pure_tools = false``;
+- ``bare/activity``: the bare workflow running it as a regular activity with the same options
+  (start-to-close, schedule-to-start, one attempt).
+
+Every worker is built the same way (sandboxed runner sharing the workflow modules between runs,
+as production workers do, the configuration's cache size and concurrency). Calls are interleaved
+so that machine noise hits all modes alike: sequential calls round-robin, throughput in
+alternating timed rounds. Prints latency
+percentiles of the sequential calls, steady-state throughput at each concurrency, history events
+and workflow tasks per call, and ToolCallWorkflow's ratios against the goals (latency within
+1.3x of the bare workflow, throughput at least 0.8x).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.metadata
+import os
+import platform
+import statistics
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio import activity
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from activities.base import CallContext
+from activities.calculator import CalculatorArgs, CalculatorResult, MathTools
+from bench.baseline import BARE_ACTIVITY, BARE_WORKFLOW, BareToolWorkflow
+from worker.config import Config, build_catalog, parse_config
+from worker.devserver import temporal_binary
+from worker.run import PASSTHROUGH_MODULES, build_worker
+from workflows.models import (
+    SEARCH_ATTRIBUTES,
+    ActivityPlan,
+    CallStatus,
+    CapabilityPolicy,
+    Effect,
+    ToolCallRequest,
+)
+from workflows.tool_call import ToolCallWorkflow
+
+TOOL = "calculator"
+ARGUMENTS = {"expression": "(18 + 6) / 3"}
+EXPECTED = 8
+ALLOW = CapabilityPolicy(tools={TOOL: Effect.ALLOW}, default_effect=Effect.ALLOW)
+"""The request's policy: allows everything, so the call runs without approval."""
+WARMUP_CALLS = 5
+ROUNDS = 4
+"""Throughput rounds per mode and concurrency; the modes alternate between rounds."""
+RAMP = 0.5
+"""Seconds at the start of a throughput round that are not counted (the pipeline filling)."""
+CALL_TIMEOUT = 60.0
+"""Seconds a call may take before the run gives up on it: the workers are overloaded."""
+LATENCY_GOAL = 1.3
+THROUGHPUT_GOAL = 0.8
+
+_math = MathTools()
+
+
+@activity.defn(name=BARE_ACTIVITY)
+async def bare_calculator(args: CalculatorArgs) -> CalculatorResult:
+    """The calculator tool, called directly: no catalog, digest or policy checks."""
+    info = activity.info()
+    call = CallContext(
+        workflow_id=info.workflow_id or "",
+        call_id=info.workflow_id or "",
+        idempotency_key=f"{info.workflow_id}:{info.workflow_id}",
+        approval=None,
+        precondition=None,
+    )
+    return await _math.calculator(args, call)
+
+
+@dataclass
+class Mode:
+    """One way of running the call, its worker's task queue and what was measured."""
+
+    name: str
+    tool_call: bool
+    """Through ``ToolCallWorkflow``; otherwise through the bare workflow."""
+    local: bool
+    queue: str
+    options: ActivityPlan
+    latencies: list[float] = field(default_factory=list)
+    throughput: dict[int, float] = field(default_factory=dict)
+    cpu: dict[int, tuple[float, float | None]] = field(default_factory=dict)
+    """Per concurrency: CPU seconds per call of this process (workers and client) and the server."""
+    events: int = 0
+    tasks: int = 0
+
+    async def call(self, client: Client, workflow_id: str | None = None) -> float:
+        """Run one call to completion; its latency in seconds as the client sees it."""
+        workflow_id = workflow_id or f"bench-{uuid.uuid4()}"
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(CALL_TIMEOUT):
+                await self._execute(client, workflow_id)
+        except TimeoutError:
+            raise RuntimeError(
+                f"{self.name}: {workflow_id} gave no result within {CALL_TIMEOUT:g} s"
+            ) from None
+        return time.perf_counter() - started
+
+    async def _execute(self, client: Client, workflow_id: str) -> None:
+        if self.tool_call:
+            result = await client.execute_workflow(
+                ToolCallWorkflow.run,
+                ToolCallRequest(tool=TOOL, arguments=ARGUMENTS, policy=ALLOW),
+                id=workflow_id,
+                task_queue=self.queue,
+            )
+            if result.status is not CallStatus.COMPLETED or result.output["result"] != EXPECTED:
+                raise RuntimeError(f"{self.name}: call ended {result.status}: {result.error}")
+            return
+        output = await client.execute_workflow(
+            BARE_WORKFLOW,
+            args=[ARGUMENTS, self.options],
+            id=workflow_id,
+            task_queue=self.queue,
+            result_type=dict,
+        )
+        if output["result"] != EXPECTED:
+            raise RuntimeError(f"{self.name}: call returned {output}")
+
+    def worker(self, client: Client, config: Config) -> Worker:
+        if self.tool_call:
+            return build_worker(client, config)
+        # Everything as ``build_worker`` sets it, except what it serves.
+        return Worker(
+            client,
+            task_queue=self.queue,
+            workflows=[BareToolWorkflow],
+            activities=[bare_calculator],
+            # Shared like ToolCallWorkflow's module, so both skip the per-workflow re-import.
+            workflow_runner=SandboxedWorkflowRunner(
+                restrictions=SandboxRestrictions.default.with_passthrough_modules(
+                    *PASSTHROUGH_MODULES, "workflows", "bench.baseline"
+                )
+            ),
+            graceful_shutdown_timeout=timedelta(seconds=config.worker.graceful_shutdown_seconds),
+            max_concurrent_activities=config.worker.max_concurrent_activities,
+            max_cached_workflows=config.worker.max_cached_workflows,
+        )
+
+
+@dataclass
+class Round:
+    """One timed throughput round: calls counted in the window, and CPU spent on all of them."""
+
+    rate: float
+    calls: int
+    process_cpu: float
+    server_cpu: float | None
+
+
+async def steady_throughput(client: Client, mode: Mode, concurrency: int, seconds: float) -> Round:
+    """Calls per second completed by ``concurrency`` callers, after the ramp, for ``seconds``."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    window_start, window_end = started + RAMP, started + RAMP + seconds
+    counted = total = 0
+    cpu, server = time.process_time(), server_cpu()
+
+    async def caller() -> None:
+        nonlocal counted, total
+        while loop.time() < window_end:
+            await mode.call(client)
+            total += 1
+            if window_start <= loop.time() <= window_end:
+                counted += 1
+
+    await asyncio.gather(*(caller() for _ in range(concurrency)))
+    server_after = server_cpu()
+    return Round(
+        rate=counted / seconds,
+        calls=total,
+        process_cpu=time.process_time() - cpu,
+        server_cpu=server_after - server
+        if server is not None and server_after is not None
+        else None,
+    )
+
+
+def server_cpu() -> float | None:
+    """CPU seconds used so far by the dev server (a child of this process); ``None`` off Linux."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    me = os.getpid()
+    used = 0.0
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        # The command name is in parentheses and may contain spaces; fields follow it.
+        name, fields = (
+            text[text.index("(") + 1 : text.rindex(")")],
+            text[text.rindex(")") + 2 :].split(),
+        )
+        if name == "temporal" and int(fields[1]) == me:
+            used += (int(fields[11]) + int(fields[12])) / tick
+    return used
+
+
+async def history_shape(client: Client, mode: Mode) -> tuple[int, int]:
+    """History events and workflow tasks of one call."""
+    workflow_id = f"bench-{uuid.uuid4()}"
+    await mode.call(client, workflow_id)
+    events = (await client.get_workflow_handle(workflow_id).fetch_history()).events
+    tasks = sum(e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED for e in events)
+    return len(events), tasks
+
+
+def rotated(modes: list[Mode], turn: int) -> list[Mode]:
+    shift = turn % len(modes)
+    return modes[shift:] + modes[:shift]
+
+
+def make_modes(run_id: str) -> tuple[list[Mode], dict[str, Config]]:
+    modes = []
+    configs = {}
+    for local in (True, False):
+        kind = "local" if local else "activity"
+        for tool_call in (True, False):
+            name = f"{'tool' if tool_call else 'bare'}/{kind}"
+            queue = f"bench-{name.replace('/', '-')}-{run_id}"
+            config = parse_config(
+                {"task_queue": queue, "activities": {"local_pure_tools": local}}, "bench"
+            )
+            options = build_catalog(config).options(TOOL).model_copy(update={"local": local})
+            modes.append(Mode(name, tool_call, local, queue, options))
+            configs[name] = config
+    return modes, configs
+
+
+async def run(calls: int, levels: list[int], seconds: float) -> list[Mode]:
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_binary(),
+        search_attributes=SEARCH_ATTRIBUTES,
+        data_converter=pydantic_data_converter,
+        dev_server_log_level="error",
+    )
+    client = env.client
+    modes, configs = make_modes(uuid.uuid4().hex[:8])
+    workers = [mode.worker(client, configs[mode.name]) for mode in modes]
+    try:
+        for worker in workers:
+            await worker.__aenter__()
+        for mode in modes:  # warm up caches, connections, type adapters and the sandbox
+            for _ in range(WARMUP_CALLS):
+                await mode.call(client)
+        for turn in range(calls):
+            for mode in rotated(modes, turn):
+                mode.latencies.append(await mode.call(client))
+        for level in levels:
+            rounds: dict[str, list[Round]] = {mode.name: [] for mode in modes}
+            for turn in range(ROUNDS):
+                for mode in rotated(modes, turn):
+                    measured = await steady_throughput(client, mode, level, seconds / ROUNDS)
+                    rounds[mode.name].append(measured)
+            for mode in modes:
+                done = rounds[mode.name]
+                calls_made = sum(r.calls for r in done)
+                servers = [r.server_cpu for r in done if r.server_cpu is not None]
+                mode.throughput[level] = statistics.mean(r.rate for r in done)
+                mode.cpu[level] = (
+                    sum(r.process_cpu for r in done) / calls_made,
+                    sum(servers) / calls_made if len(servers) == len(done) else None,
+                )
+        for mode in modes:
+            mode.events, mode.tasks = await history_shape(client, mode)
+    finally:
+        for worker in workers:
+            await worker.__aexit__(None, None, None)
+        await env.shutdown()
+    return modes
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def report(modes: list[Mode], calls: int, levels: list[int], seconds: float) -> None:
+    print(
+        f"{TOOL} {ARGUMENTS['expression']!r}: {calls} sequential calls per mode, interleaved; "
+        f"throughput over {seconds:g} s per mode and concurrency"
+    )
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, temporalio {importlib.metadata.version('temporalio')}"
+    )
+    top = max(levels)
+    rates = "".join(f"{f'calls/s@{c}':>13}" for c in levels)
+    print(
+        f"{'mode':<15}{'p50 ms':>9}{'p99 ms':>9}{'mean ms':>9}{rates}"
+        f"{f'cpu ms@{top}':>12}{'server':>8}{'events':>8}{'tasks':>7}"
+    )
+    for m in modes:
+        row = "".join(f"{m.throughput[c]:>13.1f}" for c in levels)
+        process, server = m.cpu[top]
+        print(
+            f"{m.name:<15}{percentile(m.latencies, 0.5) * 1000:>9.1f}"
+            f"{percentile(m.latencies, 0.99) * 1000:>9.1f}"
+            f"{statistics.mean(m.latencies) * 1000:>9.1f}{row}"
+            f"{process * 1000:>12.1f}{'-' if server is None else f'{server * 1000:.1f}':>8}"
+            f"{m.events:>8}{m.tasks:>7}"
+        )
+    print(
+        f"cpu ms@{top}: CPU time per call of this process (workers and client), "
+        "server: of the dev server, both while running the calls at that concurrency"
+    )
+    by_name = {m.name: m for m in modes}
+    print(
+        f"ToolCallWorkflow / bare (goals: latency <= {LATENCY_GOAL}x, "
+        f"throughput >= {THROUGHPUT_GOAL}x)"
+    )
+    for kind in ("local", "activity"):
+        tool, bare = by_name[f"tool/{kind}"], by_name[f"bare/{kind}"]
+        latency = {
+            q: percentile(tool.latencies, q) / percentile(bare.latencies, q) for q in (0.5, 0.99)
+        }
+        throughput = {c: tool.throughput[c] / bare.throughput[c] for c in levels}
+        met = all(r <= LATENCY_GOAL for r in latency.values()) and all(
+            r >= THROUGHPUT_GOAL for r in throughput.values()
+        )
+        shown = "".join(f", calls/s@{c} {r:.2f}x" for c, r in throughput.items())
+        print(
+            f"{kind:<10}p50 {latency[0.5]:.2f}x, p99 {latency[0.99]:.2f}x{shown}, "
+            f"events {tool.events}/{bare.events}: {'met' if met else 'MISSED'}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=100, help="sequential calls per mode")
+    parser.add_argument(
+        "--concurrency", type=int, nargs="+", default=[1, 32], help="concurrent calls"
+    )
+    parser.add_argument(
+        "--seconds", type=float, default=8.0, help="throughput time per mode and concurrency"
+    )
+    args = parser.parse_args()
+    if args.calls < 1 or args.seconds <= 0 or min(args.concurrency) < 1:
+        parser.error("--calls, --seconds and --concurrency must be positive")
+    status = 0
+    try:
+        modes = asyncio.run(run(args.calls, args.concurrency, args.seconds))
+        report(modes, args.calls, args.concurrency, args.seconds)
+    except RuntimeError as exc:
+        print(f"bench.overhead: {exc}", file=sys.stderr)
+        status = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)  # not a normal exit: temporalio/sdk-python issue 300
+
+
+if __name__ == "__main__":
+    main()
