@@ -112,7 +112,7 @@ class ToolSpec:
         return self.family is not None and hasattr(self.family, f"prepare_{self.name}")
 
 
-BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
+CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="calculator",
         description=(
@@ -150,6 +150,26 @@ BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
         timeouts=None,
         family=None,
     ),
+)
+
+PROCESS_TOOLS: tuple[ToolSpec, ...] = ()
+"""``execute_command`` and ``run_shell`` (``activities.processes``)."""
+
+GIT_TOOLS: tuple[ToolSpec, ...] = ()
+"""``git`` (``activities.processes.git``)."""
+
+FILE_TOOLS: tuple[ToolSpec, ...] = ()
+"""The file tools (``activities.files``)."""
+
+STORAGE_TOOLS: tuple[ToolSpec, ...] = ()
+"""The key/value storage tools (``activities.storage``)."""
+
+BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
+    *CORE_TOOLS,
+    *PROCESS_TOOLS,
+    *GIT_TOOLS,
+    *FILE_TOOLS,
+    *STORAGE_TOOLS,
 )
 
 DEFAULT_TOOLS = ("calculator", "current_datetime", "ask_user")

@@ -29,6 +29,9 @@ from activities.catalog import (
     ToolSpec,
     default_ceiling,
 )
+from activities.files.settings import FilesSettings
+from activities.processes.settings import GitSettings, ProcessSettings, ShellSettings
+from activities.storage.settings import StorageSettings
 from workflows import policy
 from workflows.models import DEFAULT_TASK_QUEUE, CapabilityPolicy, Effect
 
@@ -147,6 +150,13 @@ class Config(_Section):
     task_queue: str = Field(default=DEFAULT_TASK_QUEUE, min_length=1)
     tools: list[str] = Field(default_factory=lambda: list(DEFAULT_TOOLS))
     log_level: str = "INFO"
+    state_dir: Path = Path(".toolcalls/state")
+    """Where a worker keeps what must survive it (the ledger of process groups it started)."""
+    process: ProcessSettings = Field(default_factory=ProcessSettings)
+    shell: ShellSettings = Field(default_factory=ShellSettings)
+    git: GitSettings = Field(default_factory=GitSettings)
+    files: FilesSettings = Field(default_factory=FilesSettings)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
     temporal: TemporalSection = Field(default_factory=TemporalSection)
     worker: WorkerSection = Field(default_factory=WorkerSection)
     ceiling: CeilingSection | None = None
@@ -206,6 +216,15 @@ class Config(_Section):
         return self.queue_tools(catalog) if self.worker.serve_tools else []
 
 
+def config_problems(config: Config) -> list[str]:
+    """What the enabled tools need and the configuration lacks, each naming its key."""
+    enabled = set(config.tools)
+    problems: list[str] = []
+    # Each tool family adds its checks below, in the order of the catalog.
+    del enabled
+    return problems
+
+
 def build_catalog(
     config: Config, specs: Iterable[ToolSpec] = BUILTIN_TOOLS, source: str = "configuration"
 ) -> Catalog:
@@ -229,6 +248,7 @@ def build_catalog(
             for name in config.ceiling.tools
             if name not in known
         ]
+    problems += config_problems(config)
     if problems:
         raise ConfigError(f"{source}: " + "; ".join(problems))
     try:

@@ -23,6 +23,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from activities.catalog import BUILTIN_TOOLS, ToolSpec
 from activities.runtime import ToolRuntime
 from worker.config import Config, build_catalog
+from worker.families import build_families
 from workflows.models import SEARCH_ATTRIBUTES
 from workflows.tool_call import ToolCallWorkflow
 
@@ -60,8 +61,12 @@ def build_worker(
 ) -> Worker:
     """A worker for ``config``: the workflow and ``plan`` if it serves workflows, plus its tools."""
     catalog = build_catalog(config, specs)
-    runtime = ToolRuntime(catalog, config.ceiling_policy(), families=families)
     tools = config.served_tools(catalog)
+    runtime = ToolRuntime(
+        catalog,
+        config.ceiling_policy(),
+        families={**build_families(config, catalog, tools), **(families or {})},
+    )
     activities = runtime.tool_activities(tools)
     workflows: Sequence[type] = ()
     if config.serves_workflows:

@@ -1,0 +1,217 @@
+"""Opening paths inside configured roots without following links, by the kernel, not by strings.
+
+A path must be absolute, inside one of the roots, free of NUL, ``.`` and ``..`` components, and
+within the kernel's length limits; those checks are lexical and come first. The open itself is
+``openat2(root_fd, relative, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+RESOLVE_NO_XDEV)``: the kernel refuses any symlink on the way (``ELOOP``) and any escape from the
+root (``EXDEV``), atomically, so a directory swapped for a link mid-walk cannot redirect it. Where
+``openat2`` is missing the fallback walks the components from the root's descriptor with
+``O_NOFOLLOW | O_DIRECTORY``, which is race-free in the same way.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_PATH_BYTES = 4_096
+MAX_NAME_BYTES = 255
+
+_SYS_OPENAT2 = 437  # the same number on x86_64 and aarch64
+_RESOLVE_NO_XDEV = 0x01
+_RESOLVE_NO_MAGICLINKS = 0x02
+_RESOLVE_NO_SYMLINKS = 0x04
+_RESOLVE_BENEATH = 0x08
+_RESOLVE = _RESOLVE_BENEATH | _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS | _RESOLVE_NO_XDEV
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+
+class PathError(ValueError):
+    """A path the tools refuse, or that cannot be opened; the message names the path and why."""
+
+    def __init__(self, path: str, reason: str, *, missing: bool = False) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+        self.missing = missing
+
+
+@dataclass(frozen=True)
+class Located:
+    """A path split into its root and the part below it (``""`` for the root itself)."""
+
+    path: str
+    root: Root
+    relative: str
+
+    @property
+    def parent(self) -> str:
+        return self.relative.rpartition("/")[0]
+
+    @property
+    def name(self) -> str:
+        return self.relative.rpartition("/")[2]
+
+
+@dataclass(frozen=True)
+class Root:
+    """One configured root: its canonical path and a descriptor held for the worker's life."""
+
+    path: str
+    fd: int
+
+
+class Roots:
+    """The directories a tool family may touch, and the one way to open anything below them."""
+
+    def __init__(self, roots: Sequence[Path]) -> None:
+        if not roots:
+            raise ValueError("at least one root is needed")
+        self.roots: list[Root] = []
+        for root in roots:
+            if not root.is_absolute():
+                raise ValueError(f"root {root} is not absolute")
+            # Aliases such as /tmp -> /private/tmp are resolved once, here, by the deployment.
+            canonical = os.path.realpath(root)
+            if not os.path.isdir(canonical):
+                raise ValueError(f"root {root} is not a directory")
+            fd = os.open(canonical, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            self.roots.append(Root(canonical, fd))
+        self._openat2 = _openat2_available(self.roots[0].fd)
+
+    def locate(self, path: str) -> Located:
+        """Check ``path`` lexically and find its root."""
+        if "\x00" in path:
+            raise PathError(repr(path), "contains a NUL byte")
+        if not path.startswith("/"):
+            raise PathError(path, "not absolute")
+        encoded = path.encode("utf-8", errors="surrogateescape")
+        if len(encoded) >= MAX_PATH_BYTES:
+            raise PathError(path[:64] + "...", f"longer than {MAX_PATH_BYTES - 1} bytes")
+        parts = path.split("/")[1:]
+        for part in parts[:-1] if parts and parts[-1] == "" else parts:
+            if part in ("", ".", ".."):
+                raise PathError(path, f"has a {part or 'empty'!r} component")
+            if len(part.encode("utf-8", errors="surrogateescape")) > MAX_NAME_BYTES:
+                raise PathError(path, f"has a component longer than {MAX_NAME_BYTES} bytes")
+        for root in sorted(self.roots, key=lambda r: len(r.path), reverse=True):
+            if path == root.path or path == root.path + "/":
+                return Located(path, root, "")
+            if path.startswith(root.path.rstrip("/") + "/"):
+                return Located(path, root, path[len(root.path.rstrip("/")) + 1 :])
+        raise PathError(path, "not inside a configured root")
+
+    def open(self, path: str | Located, flags: int = os.O_RDONLY, mode: int = 0) -> int:
+        """A descriptor for ``path`` opened with ``flags``, never through a link."""
+        located = self.locate(path) if isinstance(path, str) else path
+        return self._open_at(located, located.relative or ".", flags, mode)
+
+    def open_parent(self, path: str | Located) -> tuple[int, str]:
+        """A descriptor for the directory holding ``path``, and the entry's name in it."""
+        located = self.locate(path) if isinstance(path, str) else path
+        if not located.name:
+            raise PathError(located.path, "is a root, not an entry in one")
+        fd = self._open_at(located, located.parent or ".", os.O_RDONLY | os.O_DIRECTORY)
+        return fd, located.name
+
+    def _open_at(self, located: Located, relative: str, flags: int, mode: int = 0) -> int:
+        # O_NONBLOCK: opening a FIFO or a terminal must not block; the callers then refuse
+        # anything that is not a regular file or directory. It changes nothing for those.
+        flags |= os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+        try:
+            if self._openat2:
+                return _openat2(located.root.fd, relative, flags, mode)
+            return _walk(located.root.fd, relative, flags, mode)
+        except OSError as exc:
+            raise _path_error(located.path, exc) from None
+
+    def close(self) -> None:
+        for root in self.roots:
+            os.close(root.fd)
+
+
+def regular_file(fd: int, path: str) -> os.stat_result:
+    """``fstat`` of ``fd``, refusing anything but a regular file."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        raise PathError(path, kind)
+    return info
+
+
+def _path_error(path: str, exc: OSError) -> PathError:
+    reasons = {
+        errno.ELOOP: "is or passes through a symbolic link",
+        errno.EXDEV: "leaves its root",
+        errno.ENOENT: "does not exist",
+        errno.ENOTDIR: "a component is not a directory",
+        errno.EISDIR: "is a directory",
+        errno.ENAMETOOLONG: "name too long",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "operation not permitted",
+        errno.EEXIST: "already exists",
+        errno.ENXIO: "is a special file",
+    }
+    reason = reasons.get(exc.errno or 0, os.strerror(exc.errno or 0).lower())
+    return PathError(path, reason, missing=exc.errno == errno.ENOENT)
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_syscall = _libc.syscall
+_syscall.restype = ctypes.c_long
+
+
+def _openat2(dirfd: int, relative: str, flags: int, mode: int) -> int:
+    how = _OpenHow(flags=flags, mode=mode, resolve=_RESOLVE)
+    name = os.fsencode(relative)
+    fd = _syscall(
+        _SYS_OPENAT2,
+        ctypes.c_int(dirfd),
+        ctypes.c_char_p(name),
+        ctypes.byref(how),
+        ctypes.c_size_t(ctypes.sizeof(how)),
+    )
+    if fd < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return int(fd)
+
+
+def _openat2_available(dirfd: int) -> bool:
+    try:
+        os.close(_openat2(dirfd, ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, 0))
+    except OSError as exc:
+        if exc.errno in (errno.ENOSYS, errno.EPERM, errno.EINVAL):
+            return False
+        raise
+    return True
+
+
+def _walk(rootfd: int, relative: str, flags: int, mode: int) -> int:
+    """The portable fallback: one ``openat`` per component, none of them following a link."""
+    parts = [p for p in relative.split("/") if p and p != "."]
+    trailing_slash = relative.endswith("/")
+    current = os.dup(rootfd)
+    try:
+        for index, part in enumerate(parts):
+            last = index == len(parts) - 1
+            if last and not trailing_slash:
+                return os.open(part, flags, mode, dir_fd=current)
+            step = os.open(
+                part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=current
+            )
+            os.close(current)
+            current = step
+        if trailing_slash or not parts:
+            return os.open(".", flags, mode, dir_fd=current)
+        raise AssertionError("unreachable")
+    finally:
+        os.close(current)
