@@ -12,7 +12,7 @@ from datetime import timedelta
 from pydantic import Field
 
 from activities.base import CallContext, ToolArgs, ToolResult
-from activities.catalog import BUILTIN_TOOLS, Timeouts, ToolSpec
+from activities.catalog import BUILTIN_TOOLS, CORE_TOOLS, Timeouts, ToolSpec
 from activities.errors import tool_error
 from activities.heartbeat import Heartbeat
 from workflows.models import ErrorCode, Prepared, PreviewArtifact, SideEffect
@@ -171,4 +171,6 @@ PROBE_TOOLS = (
     _spec("probe_write", WriteArgs, WriteResult, SideEffect.WRITE, ("filesystem.write",), 5),
 )
 ALL_TOOLS = (*BUILTIN_TOOLS, *PROBE_TOOLS)
-ALL_TOOL_NAMES = [spec.name for spec in ALL_TOOLS]
+"""Every tool a test worker knows."""
+ALL_TOOL_NAMES = [spec.name for spec in (*CORE_TOOLS, *PROBE_TOOLS)]
+"""The tools test workers enable by default: the ones that need no configuration."""
