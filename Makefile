@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 CONFIG ?= examples/toolcalls.toml
 
-.PHONY: run test lint typecheck check record-histories bench bench-overhead clean
+.PHONY: run test lint typecheck check record-histories bench bench-overhead bench-search clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,9 @@ bench: $(STAMP)
 
 bench-overhead: $(STAMP)
 	$(BIN)/python -m bench.overhead
+
+bench-search: $(STAMP)
+	$(BIN)/python -m bench.search_files
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

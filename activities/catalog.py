@@ -25,8 +25,43 @@ from pydantic import BaseModel, ValidationError
 from activities.base import ToolArgs
 from activities.calculator import CalculatorArgs, CalculatorResult, MathTools
 from activities.clock import ClockTools, DateTimeArgs, DateTimeResult
+from activities.files.read_models import (
+    ListFilesArgs,
+    ListFilesResult,
+    ReadFileArgs,
+    ReadFileResult,
+    SearchFilesArgs,
+    SearchFilesResult,
+)
+from activities.files.reading import FileReadTools
+from activities.files.write_models import (
+    ChangeArgs,
+    ChangePreview,
+    CreateFileArgs,
+    EditFileArgs,
+    FileWriteResult,
+    ReplaceFileArgs,
+    RestoreResult,
+)
+from activities.files.writing import FileWriteTools
+from activities.processes.command_args import ExecuteCommandArgs, RunShellArgs
+from activities.processes.commands import ProcessTools
+from activities.processes.git import DESCRIPTION as GIT_DESCRIPTION
+from activities.processes.git import GitArgs, GitTools, git_capabilities
+from activities.processes.runner import ProcessResult
 from activities.questions import AskUserArgs
 from activities.schema import strict_schema
+from activities.storage.tools import (
+    DeleteValueArgs,
+    DeleteValueResult,
+    GetValueArgs,
+    GetValueResult,
+    ListKeysArgs,
+    ListKeysResult,
+    SetValueArgs,
+    SetValueResult,
+    StorageTools,
+)
 from workflows import policy
 from workflows.models import (
     ActivityPlan,
@@ -152,16 +187,257 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
     ),
 )
 
-PROCESS_TOOLS: tuple[ToolSpec, ...] = ()
+PROCESS_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="execute_command",
+        description=(
+            "Run a program on the worker's host without a shell: argv as given, an absolute cwd "
+            "inside a configured root, and exactly the environment in env ([] inherits nothing; "
+            "a bare program name is looked up only in env's PATH). Returns exit_code, stdout, "
+            "stderr, truncated, timed_out, canceled, budget_exceeded and duration_seconds; a "
+            "non-zero exit or a timeout is a result, not a failure. Not a sandbox."
+        ),
+        arguments=ExecuteCommandArgs,
+        result=ProcessResult,
+        side_effect=SideEffect.WRITE,
+        capabilities=("process.execute",),
+        # The longest command the spec allows (300 s), its kill (grace and reap) and its report;
+        # heartbeats carry cancellation and reveal a lost worker within seconds.
+        timeouts=Timeouts(start_to_close=timedelta(seconds=330), heartbeat=timedelta(seconds=10)),
+        family=ProcessTools,
+    ),
+    ToolSpec(
+        name="run_shell",
+        description=(
+            "Run a script with the deployment's POSIX shell (sh -c) in the deployment's "
+            "directory, environment and limits: pipelines, redirects and ordinary shell syntax. "
+            "Each call starts a fresh shell. Returns exit_code, stdout, stderr, truncated, "
+            "timed_out, canceled, budget_exceeded and duration_seconds; a non-zero exit or a "
+            "timeout is a result, not a failure. Not a sandbox."
+        ),
+        arguments=RunShellArgs,
+        result=ProcessResult,
+        side_effect=SideEffect.WRITE,
+        capabilities=("process.execute", "shell.execute"),
+        timeouts=Timeouts(start_to_close=timedelta(seconds=330), heartbeat=timedelta(seconds=10)),
+        family=ProcessTools,
+    ),
+)
 """``execute_command`` and ``run_shell`` (``activities.processes``)."""
 
-GIT_TOOLS: tuple[ToolSpec, ...] = ()
+GIT_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="git",
+        description=GIT_DESCRIPTION,
+        # Without ``git.allow_write`` the deployment advertises ``GitReadArgs`` instead
+        # (``worker.config.advertised_specs``): add and commit are absent from the enum.
+        arguments=GitArgs,
+        result=ProcessResult,
+        # add and commit change the repository; one attempt for every operation, and a lost
+        # worker is ``uncertain``.
+        side_effect=SideEffect.WRITE,
+        capabilities=git_capabilities,
+        # The longest run git.timeout_seconds allows (300 s), its kill (grace and reap), reading
+        # the repository's filter configuration (5 s) and the report.
+        timeouts=Timeouts(start_to_close=timedelta(seconds=330), heartbeat=timedelta(seconds=10)),
+        family=GitTools,
+    ),
+)
 """``git`` (``activities.processes.git``)."""
 
-FILE_TOOLS: tuple[ToolSpec, ...] = ()
+_WRITE_TIMEOUTS = Timeouts(start_to_close=timedelta(seconds=60), heartbeat=timedelta(seconds=10))
+"""The write and recovery file tools: seconds of work (1 MiB written, 8 MiB diffed) in a thread."""
+
+FILE_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="read_file",
+        description=(
+            "Read a UTF-8 text file inside the configured roots: up to max_chars (1-20,000) "
+            "Unicode characters from offset. next_offset continues the read while the file is "
+            "unchanged; null means the end. Symlinks, special files, binary content and invalid "
+            "UTF-8 are refused."
+        ),
+        arguments=ReadFileArgs,
+        result=ReadFileResult,
+        side_effect=SideEffect.READ,
+        capabilities=("filesystem.read",),
+        # At most max_file_bytes (8 MiB by default) is read: seconds even on a slow disk.
+        timeouts=Timeouts(start_to_close=timedelta(seconds=10)),
+        family=FileReadTools,
+    ),
+    ToolSpec(
+        name="list_files",
+        description=(
+            "List a directory inside the configured roots, or its tree (recursive), in "
+            "filesystem order: entries whose names match a glob, typed file, dir or other "
+            "(symlinks and special files, never followed). At most 10,000 entries and 20 levels "
+            "are visited; check truncated and skipped before treating the list as complete."
+        ),
+        arguments=ListFilesArgs,
+        result=ListFilesResult,
+        side_effect=SideEffect.READ,
+        capabilities=("filesystem.read",),
+        # At most 10,000 directory entries, one stat each.
+        timeouts=Timeouts(start_to_close=timedelta(seconds=10)),
+        family=FileReadTools,
+    ),
+    ToolSpec(
+        name="search_files",
+        description=(
+            "Find literal text (not a regex) in the files below a directory inside the "
+            "configured roots, or in one file: paths, one-based line numbers and up to 500 "
+            "characters of each matching line. Binary, unreadable and oversized files are "
+            "skipped; at most 10,000 entries, 20 levels and 32 MiB are searched. Check "
+            "truncated and skipped before treating no match as proof of absence."
+        ),
+        arguments=SearchFilesArgs,
+        result=SearchFilesResult,
+        side_effect=SideEffect.READ,
+        capabilities=("filesystem.read",),
+        # 32 MiB and 10,000 entries fit two minutes on a disk as slow as 1 MB/s; the thread
+        # doing it is watched through heartbeats, which also carry cancellation to it.
+        timeouts=Timeouts(start_to_close=timedelta(seconds=120), heartbeat=timedelta(seconds=10)),
+        family=FileReadTools,
+    ),
+    ToolSpec(
+        name="create_file",
+        description=(
+            "Create a new UTF-8 text file (mode 0600) at an absolute path inside the configured "
+            "roots. Refused if anything already exists at the path; directories are not "
+            "created. Content is at most 1 MiB. Returns a change_id for preview_change and "
+            "restore_change."
+        ),
+        arguments=CreateFileArgs,
+        result=FileWriteResult,
+        side_effect=SideEffect.WRITE,
+        capabilities=("filesystem.write",),
+        # Writing and syncing at most 1 MiB, and diffing at most 8 MiB for a preview, take
+        # seconds; the heartbeat reveals a lost worker (an uncertain change) quickly.
+        timeouts=_WRITE_TIMEOUTS,
+        family=FileWriteTools,
+    ),
+    ToolSpec(
+        name="replace_file",
+        description=(
+            "Replace the whole content of an existing regular file inside the configured roots "
+            "with UTF-8 text of at most 1 MiB, atomically, keeping its mode. Returns a change_id "
+            "for preview_change and restore_change."
+        ),
+        arguments=ReplaceFileArgs,
+        result=FileWriteResult,
+        side_effect=SideEffect.WRITE,
+        capabilities=("filesystem.write",),
+        timeouts=_WRITE_TIMEOUTS,
+        family=FileWriteTools,
+    ),
+    ToolSpec(
+        name="edit_file",
+        description=(
+            "Replace exact, case-sensitive text in an existing UTF-8 file inside the configured "
+            "roots, atomically. old_text must occur exactly once unless replace_all is true; "
+            "a missing or ambiguous match changes nothing. Returns a change_id for "
+            "preview_change and restore_change."
+        ),
+        arguments=EditFileArgs,
+        result=FileWriteResult,
+        side_effect=SideEffect.WRITE,
+        capabilities=("filesystem.write",),
+        timeouts=_WRITE_TIMEOUTS,
+        family=FileWriteTools,
+    ),
+    ToolSpec(
+        name="preview_change",
+        description=(
+            "Inspect a change made by create_file, replace_file or edit_file: its state, "
+            "whether its outcome is uncertain, whether the file has changed since (a conflict), "
+            "and the diff restoring it would apply now. Changes nothing."
+        ),
+        arguments=ChangeArgs,
+        result=ChangePreview,
+        side_effect=SideEffect.READ,
+        capabilities=("filesystem.read",),
+        timeouts=_WRITE_TIMEOUTS,
+        family=FileWriteTools,
+    ),
+    ToolSpec(
+        name="restore_change",
+        description=(
+            "Undo an applied change: write the file's previous bytes and mode back, or remove "
+            "the file the change created. Refused, changing nothing, if the file no longer "
+            "holds exactly what the change wrote."
+        ),
+        arguments=ChangeArgs,
+        result=RestoreResult,
+        side_effect=SideEffect.WRITE,
+        capabilities=("filesystem.restore",),
+        timeouts=_WRITE_TIMEOUTS,
+        family=FileWriteTools,
+    ),
+)
 """The file tools (``activities.files``)."""
 
-STORAGE_TOOLS: tuple[ToolSpec, ...] = ()
+_STORAGE_READ = Timeouts(start_to_close=timedelta(seconds=10))
+"""One short SQLite read; in WAL mode readers never wait for writers."""
+_STORAGE_WRITE = Timeouts(start_to_close=timedelta(seconds=30), heartbeat=timedelta(seconds=5))
+"""One write transaction, which may wait up to 10 s for another writer's lock."""
+
+STORAGE_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="get_value",
+        description=(
+            "Read the JSON value stored under a key. A missing key returns found=false; a stored "
+            "null returns found=true and value=null."
+        ),
+        arguments=GetValueArgs,
+        result=GetValueResult,
+        side_effect=SideEffect.READ,
+        capabilities=("storage.read",),
+        timeouts=_STORAGE_READ,
+        family=StorageTools,
+    ),
+    ToolSpec(
+        name="list_keys",
+        description=(
+            "List stored keys in sorted order, optionally only those starting with a literal "
+            "prefix. Returns up to limit (1-1000) keys from offset and next_offset for the next "
+            "page (null when there is none); offsets can shift while keys are written."
+        ),
+        arguments=ListKeysArgs,
+        result=ListKeysResult,
+        side_effect=SideEffect.READ,
+        capabilities=("storage.read",),
+        timeouts=_STORAGE_READ,
+        family=StorageTools,
+    ),
+    ToolSpec(
+        name="set_value",
+        description=(
+            "Store a JSON value under a key (a nonblank string of at most 256 characters), "
+            "replacing any value there. Non-finite numbers, values nested deeper than 64 levels "
+            "and values over the deployment's size limit are rejected, and so is a write that "
+            "would take the store past its key or size limit."
+        ),
+        arguments=SetValueArgs,
+        result=SetValueResult,
+        side_effect=SideEffect.WRITE,
+        capabilities=("storage.write",),
+        timeouts=_STORAGE_WRITE,
+        family=StorageTools,
+    ),
+    ToolSpec(
+        name="delete_value",
+        description=(
+            "Delete the value stored under a key. Deleting an absent key is a no-op "
+            "(deleted=false)."
+        ),
+        arguments=DeleteValueArgs,
+        result=DeleteValueResult,
+        side_effect=SideEffect.WRITE,
+        capabilities=("storage.write",),
+        timeouts=_STORAGE_WRITE,
+        family=StorageTools,
+    ),
+)
 """The key/value storage tools (``activities.storage``)."""
 
 BUILTIN_TOOLS: tuple[ToolSpec, ...] = (

@@ -11,6 +11,7 @@ import logging
 import os
 import tomllib
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated
@@ -21,7 +22,10 @@ from activities.catalog import (
     BUILTIN_TOOLS,
     CAPABILITIES,
     DEFAULT_TOOLS,
+    FILE_TOOLS,
     MAX_READ_ATTEMPTS,
+    PROCESS_TOOLS,
+    STORAGE_TOOLS,
     Catalog,
     CatalogError,
     CatalogSettings,
@@ -30,10 +34,15 @@ from activities.catalog import (
     default_ceiling,
 )
 from activities.files.settings import FilesSettings
+from activities.files.writing import FileWriteTools
+from activities.processes.git import READ_ONLY_DESCRIPTION as GIT_READ_ONLY_DESCRIPTION
+from activities.processes.git import GitArgs, GitReadArgs
+from activities.processes.git import settings_problems as git_settings_problems
+from activities.processes.resolve import config_problems as command_config_problems
 from activities.processes.settings import GitSettings, ProcessSettings, ShellSettings
 from activities.storage.settings import StorageSettings
 from workflows import policy
-from workflows.models import DEFAULT_TASK_QUEUE, CapabilityPolicy, Effect
+from workflows.models import DEFAULT_TASK_QUEUE, CapabilityPolicy, Effect, SideEffect
 
 CONFIG_ENV = "TOOLCALLS_CONFIG"
 
@@ -217,19 +226,103 @@ class Config(_Section):
 
 
 def config_problems(config: Config) -> list[str]:
-    """What the enabled tools need and the configuration lacks, each naming its key."""
+    """What the enabled tools need and the configuration lacks, each naming its key.
+
+    Paths (roots, executables, databases) must exist only on hosts that run the tools using them,
+    not on every host sharing the configuration file.
+    """
     enabled = set(config.tools)
     problems: list[str] = []
-    # Each tool family adds its checks below, in the order of the catalog.
-    del enabled
+
+    def runs_here(names: Iterable[str]) -> bool:
+        queues = config.activities.task_queues
+        return config.worker.serve_tools and any(
+            queues.get(name, config.task_queue) == config.queue for name in names
+        )
+
+    # execute_command, run_shell: roots, the shell, and limits that fit the activity timeout.
+    overrides = config.activities.timeouts
+    problems += command_config_problems(
+        config.process,
+        config.shell,
+        enabled,
+        served={spec.name for spec in PROCESS_TOOLS if runs_here([spec.name])},
+        start_to_close={
+            spec.name: overrides[spec.name].start_to_close_seconds
+            if spec.name in overrides
+            else spec.timeouts.start_to_close.total_seconds()
+            for spec in PROCESS_TOOLS
+            if spec.timeouts is not None
+        },
+    )
+    if "git" in enabled:
+        problems += git_settings_problems(config.git, on_this_host=runs_here(["git"]))
+    file_tools = [spec.name for spec in FILE_TOOLS if spec.name in enabled]
+    if file_tools:
+        needs = "needs" if len(file_tools) == 1 else "need"
+        if not config.files.roots:
+            problems.append(f"files.roots: {', '.join(file_tools)} {needs} at least one root")
+        here = runs_here(file_tools)
+        for index, root in enumerate(config.files.roots):
+            if not root.is_absolute():
+                problems.append(f"files.roots.{index}: {root} is not an absolute path")
+            elif here and not root.is_dir():
+                problems.append(f"files.roots.{index}: {root} is not an existing directory")
+    # create_file ... restore_change: writes exist only with a checkpoint store, and the store
+    # (which holds the original bytes of every file changed) stays out of the model's reach.
+    write_tools = [
+        spec.name for spec in FILE_TOOLS if spec.family is FileWriteTools and spec.name in enabled
+    ]
+    store = config.files.checkpoints
+    if write_tools and store is None:
+        needs = "needs" if len(write_tools) == 1 else "need"
+        problems.append(f"files.checkpoints: {', '.join(write_tools)} {needs} a checkpoint store")
+    elif write_tools and store is not None:
+        where = Path(os.path.realpath(store))
+        for index, root in enumerate(config.files.roots):
+            if root.is_absolute() and where.is_relative_to(os.path.realpath(root)):
+                problems.append(
+                    f"files.checkpoints: {store} is inside files.roots.{index} ({root}); "
+                    "keep the recovery records where the file tools cannot reach them"
+                )
+    storage_tools = [spec.name for spec in STORAGE_TOOLS if spec.name in enabled]
+    problems += [
+        f"storage.allow_write: {spec.name} needs it"
+        for spec in STORAGE_TOOLS
+        if spec.name in enabled
+        and spec.side_effect is SideEffect.WRITE
+        and not config.storage.allow_write
+    ]
+    database = config.storage.database
+    if storage_tools and database is not None:
+        storage_here = runs_here(storage_tools)
+        if not database.is_absolute():
+            problems.append(f"storage.database: {database} is not an absolute path")
+        elif storage_here and not database.parent.is_dir():
+            problems.append(f"storage.database: directory {database.parent} does not exist")
+        elif storage_here and database.is_dir():
+            problems.append(f"storage.database: {database} is a directory")
     return problems
+
+
+def advertised_specs(config: Config, specs: Iterable[ToolSpec]) -> tuple[ToolSpec, ...]:
+    """``specs`` as this deployment offers them: without ``git.allow_write``, ``git``'s
+    operations are only status, diff, log and show (add and commit are absent from the schema)."""
+    if config.git.allow_write:
+        return tuple(specs)
+    return tuple(
+        replace(spec, arguments=GitReadArgs, description=GIT_READ_ONLY_DESCRIPTION)
+        if spec.arguments is GitArgs
+        else spec
+        for spec in specs
+    )
 
 
 def build_catalog(
     config: Config, specs: Iterable[ToolSpec] = BUILTIN_TOOLS, source: str = "configuration"
 ) -> Catalog:
     """The deployment's catalog; a bad tool setting becomes a ``ConfigError`` naming its key."""
-    specs = tuple(specs)
+    specs = advertised_specs(config, specs)
     known = [spec.name for spec in specs]
     problems = []
     unknown = [name for name in config.tools if name not in known]

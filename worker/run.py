@@ -23,7 +23,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from activities.catalog import BUILTIN_TOOLS, ToolSpec
 from activities.runtime import ToolRuntime
 from worker.config import Config, build_catalog
-from worker.families import build_families
+from worker.families import FamilyError, build_families
 from workflows.models import SEARCH_ATTRIBUTES
 from workflows.tool_call import ToolCallWorkflow
 
@@ -62,11 +62,11 @@ def build_worker(
     """A worker for ``config``: the workflow and ``plan`` if it serves workflows, plus its tools."""
     catalog = build_catalog(config, specs)
     tools = config.served_tools(catalog)
-    runtime = ToolRuntime(
-        catalog,
-        config.ceiling_policy(),
-        families={**build_families(config, catalog, tools), **(families or {})},
-    )
+    try:
+        built = build_families(config, catalog, tools)
+    except FamilyError as exc:
+        raise StartupError(str(exc)) from exc
+    runtime = ToolRuntime(catalog, config.ceiling_policy(), families={**built, **(families or {})})
     activities = runtime.tool_activities(tools)
     workflows: Sequence[type] = ()
     if config.serves_workflows:

@@ -10,6 +10,7 @@ server restarts, and every decision is in history. Tool failures never fail the 
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -89,7 +90,12 @@ class _Ended(Exception):
         self.result = result
 
 
-@workflow.defn(name=WORKFLOW_NAME)
+@workflow.defn(
+    name=WORKFLOW_NAME,
+    # A request that cannot be decoded (JSON nested deeper than pydantic's recursion limit, say)
+    # fails the workflow at once instead of failing its first task forever.
+    failure_exception_types=[ValidationError],
+)
 class ToolCallWorkflow:
     """Runs one tool call under the deployment's ceiling and the request's policy."""
 
@@ -147,6 +153,16 @@ class ToolCallWorkflow:
         return await self._execute(plan)
 
     async def _planned(self) -> CallPlan:
+        bad = _non_finite(self._request.arguments)
+        if bad:
+            # JSON has no NaN or Infinity; passed on, they would silently become null.
+            error = ToolError(
+                code=ErrorCode.INVALID_ARGUMENTS,
+                message=f"{self._request.tool}: invalid arguments: {', '.join(bad)}: "
+                "numbers must be finite",
+                fixable_args=bad,
+            )
+            raise _Ended(self._end_with(CallStatus.FAILED, error))
         try:
             outcome = await workflow.execute_local_activity(
                 PLAN_ACTIVITY,
@@ -651,6 +667,23 @@ class ToolCallWorkflow:
         self._publish(status.value)
         workflow.set_current_details(f"{status.value}: {self._result.tool}")
         return self._result
+
+
+def _non_finite(arguments: dict[str, Any]) -> list[str]:
+    """The arguments holding a NaN or an infinity anywhere inside (checked without recursion)."""
+    bad = []
+    for name, value in arguments.items():
+        stack = [value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, float) and not math.isfinite(item):
+                bad.append(name)
+                break
+            if isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+    return bad
 
 
 def _deadline(request: ToolCallRequest, started: datetime) -> datetime | None:

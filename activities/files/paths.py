@@ -37,11 +37,15 @@ class _OpenHow(ctypes.Structure):
 class PathError(ValueError):
     """A path the tools refuse, or that cannot be opened; the message names the path and why."""
 
-    def __init__(self, path: str, reason: str, *, missing: bool = False) -> None:
+    def __init__(
+        self, path: str, reason: str, *, missing: bool = False, errno: int | None = None
+    ) -> None:
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
         self.missing = missing
+        self.errno = errno
+        """The ``OSError`` errno behind a failed open; ``None`` for a lexical refusal."""
 
 
 @dataclass(frozen=True)
@@ -89,19 +93,7 @@ class Roots:
 
     def locate(self, path: str) -> Located:
         """Check ``path`` lexically and find its root."""
-        if "\x00" in path:
-            raise PathError(repr(path), "contains a NUL byte")
-        if not path.startswith("/"):
-            raise PathError(path, "not absolute")
-        encoded = path.encode("utf-8", errors="surrogateescape")
-        if len(encoded) >= MAX_PATH_BYTES:
-            raise PathError(path[:64] + "...", f"longer than {MAX_PATH_BYTES - 1} bytes")
-        parts = path.split("/")[1:]
-        for part in parts[:-1] if parts and parts[-1] == "" else parts:
-            if part in ("", ".", ".."):
-                raise PathError(path, f"has a {part or 'empty'!r} component")
-            if len(part.encode("utf-8", errors="surrogateescape")) > MAX_NAME_BYTES:
-                raise PathError(path, f"has a component longer than {MAX_NAME_BYTES} bytes")
+        check_path(path)
         for root in sorted(self.roots, key=lambda r: len(r.path), reverse=True):
             if path == root.path or path == root.path + "/":
                 return Located(path, root, "")
@@ -117,8 +109,10 @@ class Roots:
     def open_parent(self, path: str | Located) -> tuple[int, str]:
         """A descriptor for the directory holding ``path``, and the entry's name in it."""
         located = self.locate(path) if isinstance(path, str) else path
-        if not located.name:
+        if not located.relative:
             raise PathError(located.path, "is a root, not an entry in one")
+        if not located.name:
+            raise PathError(located.path, "ends with a slash; name an entry, not a directory")
         fd = self._open_at(located, located.parent or ".", os.O_RDONLY | os.O_DIRECTORY)
         return fd, located.name
 
@@ -133,9 +127,59 @@ class Roots:
         except OSError as exc:
             raise _path_error(located.path, exc) from None
 
+    def open_entry(self, dir_fd: int, name: str, path: str, flags: int = os.O_RDONLY) -> int:
+        """A descriptor for the entry ``name`` of the directory ``dir_fd``, never through a link.
+
+        For walking a tree from a descriptor this module opened: ``name`` is one component, as
+        ``os.scandir`` reports it, and ``path`` is only what errors call it. The same rules apply as
+        for ``open``: no symlink, no other filesystem, no blocking on a FIFO.
+        """
+        if not name or name in (".", "..") or "/" in name or "\x00" in name:
+            raise PathError(path, "is not a single directory entry")
+        flags |= os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+        try:
+            if self._openat2:
+                return _openat2(dir_fd, name, flags, 0)
+            fd = os.open(name, flags, dir_fd=dir_fd)
+            try:
+                _same_device(dir_fd, fd)
+            except OSError:
+                os.close(fd)
+                raise
+            return fd
+        except OSError as exc:
+            raise _path_error(path, exc) from None
+
     def close(self) -> None:
         for root in self.roots:
             os.close(root.fd)
+
+
+def check_path(path: str) -> None:
+    """The lexical checks ``Roots.locate`` makes before looking for a root.
+
+    Raises:
+        PathError: ``path`` has a NUL, is relative, is not UTF-8 text, has an empty, ``.`` or
+            ``..`` component, or is longer than the kernel accepts.
+    """
+    if "\x00" in path:
+        raise PathError(repr(path), "contains a NUL byte")
+    if not path.startswith("/"):
+        raise PathError(path, "not absolute")
+    try:
+        # surrogateescape: names that are not UTF-8 arrive as lone surrogates from os.fsdecode;
+        # any other lone surrogate (possible from Python, never from JSON) names no file.
+        encoded = path.encode("utf-8", errors="surrogateescape")
+    except UnicodeEncodeError:
+        raise PathError(ascii(path), "cannot be encoded as a file name") from None
+    if len(encoded) >= MAX_PATH_BYTES:
+        raise PathError(path[:64] + "...", f"longer than {MAX_PATH_BYTES - 1} bytes")
+    parts = path.split("/")[1:]
+    for part in parts[:-1] if parts and parts[-1] == "" else parts:
+        if part in ("", ".", ".."):
+            raise PathError(path, f"has a {part or 'empty'!r} component")
+        if len(part.encode("utf-8", errors="surrogateescape")) > MAX_NAME_BYTES:
+            raise PathError(path, f"has a component longer than {MAX_NAME_BYTES} bytes")
 
 
 def regular_file(fd: int, path: str) -> os.stat_result:
@@ -150,7 +194,7 @@ def regular_file(fd: int, path: str) -> os.stat_result:
 def _path_error(path: str, exc: OSError) -> PathError:
     reasons = {
         errno.ELOOP: "is or passes through a symbolic link",
-        errno.EXDEV: "leaves its root",
+        errno.EXDEV: "leaves its root or crosses into another filesystem",
         errno.ENOENT: "does not exist",
         errno.ENOTDIR: "a component is not a directory",
         errno.EISDIR: "is a directory",
@@ -161,7 +205,7 @@ def _path_error(path: str, exc: OSError) -> PathError:
         errno.ENXIO: "is a special file",
     }
     reason = reasons.get(exc.errno or 0, os.strerror(exc.errno or 0).lower())
-    return PathError(path, reason, missing=exc.errno == errno.ENOENT)
+    return PathError(path, reason, missing=exc.errno == errno.ENOENT, errno=exc.errno)
 
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -196,22 +240,52 @@ def _openat2_available(dirfd: int) -> bool:
 
 
 def _walk(rootfd: int, relative: str, flags: int, mode: int) -> int:
-    """The portable fallback: one ``openat`` per component, none of them following a link."""
+    """The portable fallback: one ``openat`` per component, none of them following a link.
+
+    Each step is checked to stay on the root's filesystem, as ``RESOLVE_NO_XDEV`` would.
+    """
     parts = [p for p in relative.split("/") if p and p != "."]
+    if ".." in parts:
+        # locate() refuses these; this keeps the walk beneath the root like RESOLVE_BENEATH.
+        raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
     trailing_slash = relative.endswith("/")
     current = os.dup(rootfd)
     try:
         for index, part in enumerate(parts):
             last = index == len(parts) - 1
             if last and not trailing_slash:
-                return os.open(part, flags, mode, dir_fd=current)
-            step = os.open(
-                part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=current
-            )
+                fd = os.open(part, flags, mode, dir_fd=current)
+                try:
+                    _same_device(rootfd, fd)
+                except OSError:
+                    os.close(fd)
+                    raise
+                return fd
+            step = _open_directory(current, part)
             os.close(current)
             current = step
+            _same_device(rootfd, current)
         if trailing_slash or not parts:
             return os.open(".", flags, mode, dir_fd=current)
         raise AssertionError("unreachable")
     finally:
         os.close(current)
+
+
+def _open_directory(dir_fd: int, name: str) -> int:
+    """``name`` in ``dir_fd`` as a directory; ``ELOOP`` for a symlink, as ``openat2`` reports it."""
+    try:
+        return os.open(
+            name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd
+        )
+    except NotADirectoryError:
+        # O_DIRECTORY | O_NOFOLLOW on a symlink fails with ENOTDIR; say what it was.
+        if stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP)) from None
+        raise
+
+
+def _same_device(anchor_fd: int, fd: int) -> None:
+    """``EXDEV`` if ``fd`` is on another filesystem than ``anchor_fd`` (a mount point)."""
+    if os.fstat(fd).st_dev != os.fstat(anchor_fd).st_dev:
+        raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))

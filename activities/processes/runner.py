@@ -7,9 +7,13 @@ then SIGKILL after a grace period, and is reaped; after a normal exit the group 
 ordinary descendants (``sleep 100 &``) do not outlive the call. Descendants that start their own
 session escape the group: this is host execution, not a sandbox.
 
-A worker killed with SIGKILL cannot clean up, so each group is written to a ledger on disk before
-it runs and removed once it is gone; the next worker to start kills whatever the ledger still
-lists (``ProcessLedger.reap``). The direct child also gets ``PR_SET_PDEATHSIG``.
+A worker killed with SIGKILL cannot clean up, so each group is written to a ledger on disk as soon
+as it runs and removed once it is gone; the next worker to start kills whatever groups the ledger
+still lists for workers that are gone (``ProcessLedger.reap``): a live worker sharing the
+directory keeps its own. The direct child also gets ``PR_SET_PDEATHSIG``.
+
+Checking on a group reads ``/proc``, and the ledger is files: both run off the event loop, which
+every activity of the worker shares.
 """
 
 from __future__ import annotations
@@ -17,14 +21,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import functools
+import json
 import logging
 import os
 import signal
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+from temporalio import activity
 
 from activities.base import ToolResult
 from activities.heartbeat import Heartbeat
@@ -37,9 +46,35 @@ TAIL_BYTES = 1_024
 DRAIN_AFTER_EXIT = 1.0
 """How long pipes may stay open after the group is killed (a descendant in its own session)."""
 BUDGET_MARGIN = 2.0
-"""Seconds kept back from the call's remaining budget to kill, reap and report."""
+"""Seconds kept back from the call's remaining budget to report (the kill has its own share)."""
+KILL_SETTLE = 1.0
+"""After SIGKILL, how long to wait for the group's members to be gone (delivery is asynchronous)."""
+_POLL = 0.05
 
 _PR_SET_PDEATHSIG = 1
+_BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+
+
+def usable_budget(budget_left: float, kill_grace: float) -> float:
+    """Seconds a process may run when the call has ``budget_left``: its kill and report must fit.
+
+    Negative or zero means there is no time to run anything.
+    """
+    return budget_left - BUDGET_MARGIN - kill_grace - KILL_SETTLE - DRAIN_AFTER_EXIT
+
+
+def budget_left() -> float | None:
+    """Seconds until the current activity attempt's first deadline (the call's schedule-to-close
+    or the attempt's start-to-close), if it has one."""
+    info = activity.info()
+    ends = []
+    if info.schedule_to_close_timeout:
+        ends.append(info.current_attempt_scheduled_time + info.schedule_to_close_timeout)
+    if info.start_to_close_timeout:
+        ends.append(info.started_time + info.start_to_close_timeout)
+    if not ends:
+        return None
+    return (min(ends) - datetime.now(UTC)).total_seconds()
 
 
 class ProcessSpec(BaseModel):
@@ -72,39 +107,73 @@ class ProcessResult(ToolResult):
 
 
 class ProcessLedger:
-    """Process groups this worker has running, one file each, so a successor can kill leftovers."""
+    """Process groups this worker has running, one file each, so a successor can kill leftovers.
+
+    Each entry names the group's leader (its pid and kernel start time), the worker that started
+    it (likewise), and the boot it ran in. Several workers may share one directory: ``reap`` kills
+    only the groups of workers that are gone.
+    """
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
 
     def record(self, pgid: int) -> None:
-        (self.directory / str(pgid)).write_text(_start_time(pgid) or "", encoding="ascii")
+        owner = os.getpid()
+        entry = {
+            "leader_start": _start_time(pgid),
+            "owner": owner,
+            "owner_start": _start_time(owner),
+            "boot": _boot_id(),
+        }
+        (self.directory / str(pgid)).write_text(json.dumps(entry), encoding="ascii")
 
     def forget(self, pgid: int) -> None:
         with contextlib.suppress(FileNotFoundError):
             (self.directory / str(pgid)).unlink()
 
     def reap(self) -> list[int]:
-        """Kill the groups a previous worker left running; the ones it killed."""
+        """Kill the groups that workers now gone left running; the ones it killed."""
         killed = []
+        boot = _boot_id()
         for entry in self.directory.iterdir():
             if not entry.name.isdigit():
                 continue
             pgid = int(entry.name)
-            recorded = entry.read_text(encoding="ascii")
+            try:
+                recorded = _read_entry(entry.read_text(encoding="ascii", errors="replace"))
+            except FileNotFoundError:
+                continue  # another worker sharing the directory reaped it first
+            if recorded.get("boot") not in (None, boot):
+                entry.unlink(missing_ok=True)  # from before a reboot: those processes are gone
+                continue
+            owner = recorded.get("owner")
+            if isinstance(owner, int) and _start_time(owner) == recorded.get("owner_start"):
+                continue  # its worker still runs (it shares this directory): not ours to kill
             leader = _start_time(pgid)
             # A live leader must be the one recorded (its pid could have been reused). A dead
             # leader's id cannot be reused while members of its group remain, so any group with
             # that id is still the old one.
-            if (leader is None or leader == recorded) and _group_alive(pgid):
+            if (leader is None or leader == recorded.get("leader_start")) and _group_alive(pgid):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pgid, signal.SIGKILL)
                     killed.append(pgid)
-            entry.unlink()
+            entry.unlink(missing_ok=True)
         if killed:
             log.warning("killed process groups left by a previous worker: %s", killed)
         return killed
+
+
+def _read_entry(text: str) -> dict[str, Any]:
+    """A ledger entry; an unreadable one (a crash mid-write) names no owner and no leader."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        # The first format held only the leader's start time.
+        return {"leader_start": text.strip() or None}
+    return data
 
 
 class _Output:
@@ -150,34 +219,50 @@ async def run_process(
     ``ProcessResult`` (``canceled=True``) as its argument.
     """
     timeout = spec.timeout_seconds
-    cut_by_budget = budget_left is not None and budget_left - BUDGET_MARGIN < timeout
-    if cut_by_budget:
-        assert budget_left is not None
-        timeout = max(budget_left - BUDGET_MARGIN, 0.0)
+    cut_by_budget = False
+    if budget_left is not None:
+        usable = usable_budget(budget_left, kill_grace)
+        if usable < timeout:
+            timeout = max(usable, 0.0)
+            cut_by_budget = True
     output = _Output(spec.max_output_bytes)
     started = time.monotonic()
-    process = await asyncio.create_subprocess_exec(
-        *spec.argv,
-        cwd=spec.cwd,
-        env=spec.env,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-        preexec_fn=_die_with_parent,
+    # A cancellation while the child is being created must not lose it: the spawn finishes
+    # (shielded), and the cancellation is handled below like any other, killing the group.
+    spawn = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
+            *spec.argv,
+            cwd=spec.cwd,
+            env=spec.env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            preexec_fn=functools.partial(_die_with_parent, os.getpid()),
+        )
     )
+    canceled_while_spawning = False
+    try:
+        process = await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        canceled_while_spawning = True
+        process = await spawn
     pgid = process.pid
-    if ledger is not None:
-        ledger.record(pgid)
     assert process.stdout is not None
     assert process.stderr is not None
     drains = [
         asyncio.create_task(_drain(process.stdout, "stdout", output, heartbeat)),
         asyncio.create_task(_drain(process.stderr, "stderr", output, heartbeat)),
     ]
+    # Written off the loop; a cancellation while it is written must not lose the entry's removal.
+    recorded = asyncio.ensure_future(asyncio.to_thread(ledger.record, pgid)) if ledger else None
     timed_out = canceled = False
     try:
         try:
+            if canceled_while_spawning:
+                raise asyncio.CancelledError
+            if recorded is not None:
+                await asyncio.shield(recorded)
             await asyncio.wait_for(_exited(process), timeout)
         except TimeoutError:
             timed_out = True
@@ -187,8 +272,10 @@ async def run_process(
         await asyncio.shield(_kill_group(process, kill_grace))
     finally:
         await _finish_drains(drains)
-        if ledger is not None and not _group_alive(pgid):
-            ledger.forget(pgid)
+        if ledger is not None and recorded is not None:
+            await asyncio.gather(recorded, return_exceptions=True)
+            if not await asyncio.to_thread(_group_alive, pgid):
+                await asyncio.to_thread(ledger.forget, pgid)
     exited_alone = not (timed_out or canceled)
     result = ProcessResult(
         exit_code=process.returncode if exited_alone else None,
@@ -235,14 +322,18 @@ async def _finish_drains(drains: Sequence[asyncio.Task[None]]) -> None:
 
 
 async def _kill_group(process: asyncio.subprocess.Process, grace: float) -> None:
-    """SIGTERM the group (skipped with no grace), SIGKILL what is left, reap the child."""
+    """SIGTERM the group (skipped with no grace), SIGKILL what is left, reap the child, and wait
+    (briefly) until no member of the group is left running."""
     pgid = process.pid
     if grace > 0 and _signal_group(pgid, signal.SIGTERM):
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and _group_alive(pgid):
-            await asyncio.sleep(0.05)
+        while time.monotonic() < deadline and await asyncio.to_thread(_group_alive, pgid):
+            await asyncio.sleep(_POLL)
     _signal_group(pgid, signal.SIGKILL)
     await _exited(process)
+    deadline = time.monotonic() + KILL_SETTLE
+    while time.monotonic() < deadline and await asyncio.to_thread(_group_alive, pgid):
+        await asyncio.sleep(0.01)
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> bool:
@@ -261,7 +352,7 @@ def _group_alive(pgid: int) -> bool:
     except PermissionError:
         return True
     # Zombies answer signal 0; a group of only zombies is dead for our purposes.
-    return any(_member_state(pid) not in (None, "Z") for pid in _members(pgid))
+    return any(_member_state(pid) not in (None, "Z", "X") for pid in _members(pgid))
 
 
 def _members(pgid: int) -> list[int]:
@@ -297,7 +388,26 @@ def _start_time(pid: int) -> str | None:
     return fields[19] if fields else None
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: get SIGKILL when the worker dies, however it dies."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+def _boot_id() -> str | None:
+    try:
+        return _BOOT_ID.read_text(encoding="ascii").strip()
+    except OSError:
+        return None
+
+
+# Looked up once in the worker: the child of a multithreaded process must not run the dynamic
+# loader (or anything else that takes a lock) between fork and exec. Linux only.
+_prctl = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)
+
+
+def _die_with_parent(parent: int) -> None:
+    """In the child, before exec: get SIGKILL when the worker dies, however it dies.
+
+    If the worker died before the call took effect, the child is already orphaned and would never
+    get the signal, so it kills itself.
+    """
+    if _prctl is None:
+        return
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -7,6 +7,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -237,6 +238,23 @@ async def test_a_worker_with_nothing_to_serve_refuses_to_start(
 ) -> None:
     config = config_for(task_queue, **sections)
     with pytest.raises(StartupError, match="nothing to serve on task queue"):
+        build_worker(client, config)
+
+
+async def test_a_resource_that_cannot_be_opened_stops_startup_naming_its_setting(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    blocked = tmp_path / "state"
+    blocked.write_text("a file where the state directory should be")
+    root = tmp_path / "root"
+    root.mkdir()
+    config = config_for(
+        task_queue,
+        tools=["execute_command"],
+        state_dir=str(blocked),
+        process={"roots": [str(root)]},
+    )
+    with pytest.raises(StartupError, match=r"^state_dir: \[Errno 20\] Not a directory: .*groups"):
         build_worker(client, config)
 
 
