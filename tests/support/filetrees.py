@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import dataclasses
 import os
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,6 +27,7 @@ from activities.files.read_models import (
 )
 from activities.files.reading import FileReadTools
 from activities.files.settings import FilesSettings
+from tests.support import processes
 from workflows.models import ErrorCode
 
 T = TypeVar("T")
@@ -57,18 +56,7 @@ def real_root(tmp_path: Path) -> Path:
 
 
 def activity_env(heartbeat: float | None = None) -> ActivityEnvironment:
-    env = ActivityEnvironment()
-    now = datetime.now(UTC)
-    env.info = dataclasses.replace(
-        env.info,
-        activity_type="search_files",
-        workflow_type="ToolCallWorkflow",
-        started_time=now,
-        scheduled_time=now,
-        current_attempt_scheduled_time=now,
-        heartbeat_timeout=timedelta(seconds=heartbeat) if heartbeat is not None else None,
-    )
-    return env
+    return processes.activity_env(activity_type="search_files", heartbeat=heartbeat)
 
 
 async def read(tools: FileReadTools, path: str, **args: Any) -> ReadFileResult:

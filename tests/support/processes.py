@@ -56,6 +56,7 @@ async def eventually(
 
 def activity_env(
     *,
+    activity_type: str = "execute_command",
     heartbeat: float | None = 0.3,
     start_to_close: float = 330,
     schedule_to_close: float | None = None,
@@ -65,7 +66,7 @@ def activity_env(
     now = datetime.now(UTC)
     env.info = dataclasses.replace(
         env.info,
-        activity_type="execute_command",
+        activity_type=activity_type,
         workflow_type="ToolCallWorkflow",
         started_time=now,
         scheduled_time=now,
