@@ -440,12 +440,28 @@ STORAGE_TOOLS: tuple[ToolSpec, ...] = (
 )
 """The key/value storage tools (``activities.storage``)."""
 
+FETCH_TOOLS: tuple[ToolSpec, ...] = ()
+"""fetch_url."""
+
+SEARCH_TOOLS: tuple[ToolSpec, ...] = ()
+"""web_search."""
+
+DOCUMENT_TOOLS: tuple[ToolSpec, ...] = ()
+"""read_document, search_document."""
+
+DATABASE_TOOLS: tuple[ToolSpec, ...] = ()
+"""database_schema, query_database."""
+
 BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
     *CORE_TOOLS,
     *PROCESS_TOOLS,
     *GIT_TOOLS,
     *FILE_TOOLS,
     *STORAGE_TOOLS,
+    *FETCH_TOOLS,
+    *SEARCH_TOOLS,
+    *DOCUMENT_TOOLS,
+    *DATABASE_TOOLS,
 )
 
 DEFAULT_TOOLS = ("calculator", "current_datetime", "ask_user")

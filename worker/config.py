@@ -33,7 +33,10 @@ from activities.catalog import (
     ToolSpec,
     default_ceiling,
 )
+from activities.database.settings import DatabaseSettings
+from activities.documents.settings import DocumentSettings
 from activities.files.settings import FilesSettings
+from activities.network.settings import FetchSettings, HttpToolSettings, WebSearchSettings
 from activities.files.writing import FileWriteTools
 from activities.processes.git import READ_ONLY_DESCRIPTION as GIT_READ_ONLY_DESCRIPTION
 from activities.processes.git import GitArgs, GitReadArgs
@@ -166,6 +169,12 @@ class Config(_Section):
     git: GitSettings = Field(default_factory=GitSettings)
     files: FilesSettings = Field(default_factory=FilesSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
+    fetch: FetchSettings = Field(default_factory=FetchSettings)
+    web_search: WebSearchSettings = Field(default_factory=WebSearchSettings)
+    http: list[HttpToolSettings] = Field(default_factory=list)
+    """Configured HTTP API tools, one ``[[http]]`` table each."""
+    documents: DocumentSettings = Field(default_factory=DocumentSettings)
+    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
     temporal: TemporalSection = Field(default_factory=TemporalSection)
     worker: WorkerSection = Field(default_factory=WorkerSection)
     ceiling: CeilingSection | None = None
@@ -302,6 +311,11 @@ def config_problems(config: Config) -> list[str]:
             problems.append(f"storage.database: directory {database.parent} does not exist")
         elif storage_here and database.is_dir():
             problems.append(f"storage.database: {database} is a directory")
+    # ANCHOR fetch_url checks
+    # ANCHOR web_search checks
+    # ANCHOR http checks
+    # ANCHOR documents checks
+    # ANCHOR database checks
     return problems
 
 

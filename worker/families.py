@@ -63,6 +63,11 @@ def build_families(config: Config, catalog: Catalog, served: Iterable[str]) -> d
             else InMemoryStorage(settings.namespace)
         )
         families[StorageTools] = StorageTools(settings, storage)
+    # ANCHOR fetch_url family
+    # ANCHOR web_search family
+    # ANCHOR http family
+    # ANCHOR documents family
+    # ANCHOR database family
     return families
 
 

@@ -1,0 +1,1 @@
+"""Read-only SQL over a SQLite database: database_schema, query_database."""

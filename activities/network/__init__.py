@@ -1,0 +1,1 @@
+"""Outbound HTTP: one guarded network path and the tools that use it."""
