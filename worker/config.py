@@ -36,8 +36,8 @@ from activities.catalog import (
 from activities.database.settings import DatabaseSettings
 from activities.documents.settings import DocumentSettings
 from activities.files.settings import FilesSettings
-from activities.network.settings import FetchSettings, HttpToolSettings, WebSearchSettings
 from activities.files.writing import FileWriteTools
+from activities.network.settings import FetchSettings, HttpToolSettings, WebSearchSettings
 from activities.processes.git import READ_ONLY_DESCRIPTION as GIT_READ_ONLY_DESCRIPTION
 from activities.processes.git import GitArgs, GitReadArgs
 from activities.processes.git import settings_problems as git_settings_problems
