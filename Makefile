@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 CONFIG ?= examples/toolcalls.toml
 
-.PHONY: run test lint typecheck check record-histories bench bench-overhead bench-search clean
+.PHONY: run test lint typecheck check record-histories bench bench-overhead bench-search bench-documents clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,9 @@ bench-overhead: $(STAMP)
 
 bench-search: $(STAMP)
 	$(BIN)/python -m bench.search_files
+
+bench-documents: $(STAMP)
+	$(BIN)/python -m bench.documents
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

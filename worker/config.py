@@ -21,7 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from activities.catalog import (
     BUILTIN_TOOLS,
     CAPABILITIES,
+    DATABASE_TOOLS,
     DEFAULT_TOOLS,
+    DOCUMENT_TOOLS,
     FILE_TOOLS,
     MAX_READ_ATTEMPTS,
     PROCESS_TOOLS,
@@ -35,8 +37,12 @@ from activities.catalog import (
 )
 from activities.database.settings import DatabaseSettings
 from activities.documents.settings import DocumentSettings
+from activities.documents.tools import EXTRA_HINT as DOCUMENTS_EXTRA_HINT
+from activities.documents.tools import PARSER_REPORT_MARGIN
+from activities.documents.tools import missing_extra as missing_document_parsers
 from activities.files.settings import FilesSettings
 from activities.files.writing import FileWriteTools
+from activities.network.http_api import http_tool_spec
 from activities.network.settings import FetchSettings, HttpToolSettings, WebSearchSettings
 from activities.processes.git import READ_ONLY_DESCRIPTION as GIT_READ_ONLY_DESCRIPTION
 from activities.processes.git import GitArgs, GitReadArgs
@@ -249,34 +255,41 @@ def config_problems(config: Config) -> list[str]:
             queues.get(name, config.task_queue) == config.queue for name in names
         )
 
+    def start_to_close(spec: ToolSpec) -> float | None:
+        """The tool's start-to-close in seconds, with the deployment's override."""
+        override = config.activities.timeouts.get(spec.name)
+        if override is not None:
+            return override.start_to_close_seconds
+        return spec.timeouts.start_to_close.total_seconds() if spec.timeouts else None
+
+    def roots_problems(section: str, roots: list[Path], tools: list[str]) -> list[str]:
+        needs = "needs" if len(tools) == 1 else "need"
+        found = [] if roots else [f"{section}: {', '.join(tools)} {needs} at least one root"]
+        here = runs_here(tools)
+        for index, root in enumerate(roots):
+            if not root.is_absolute():
+                found.append(f"{section}.{index}: {root} is not an absolute path")
+            elif here and not root.is_dir():
+                found.append(f"{section}.{index}: {root} is not an existing directory")
+        return found
+
     # execute_command, run_shell: roots, the shell, and limits that fit the activity timeout.
-    overrides = config.activities.timeouts
     problems += command_config_problems(
         config.process,
         config.shell,
         enabled,
         served={spec.name for spec in PROCESS_TOOLS if runs_here([spec.name])},
         start_to_close={
-            spec.name: overrides[spec.name].start_to_close_seconds
-            if spec.name in overrides
-            else spec.timeouts.start_to_close.total_seconds()
+            spec.name: seconds
             for spec in PROCESS_TOOLS
-            if spec.timeouts is not None
+            if (seconds := start_to_close(spec)) is not None
         },
     )
     if "git" in enabled:
         problems += git_settings_problems(config.git, on_this_host=runs_here(["git"]))
     file_tools = [spec.name for spec in FILE_TOOLS if spec.name in enabled]
     if file_tools:
-        needs = "needs" if len(file_tools) == 1 else "need"
-        if not config.files.roots:
-            problems.append(f"files.roots: {', '.join(file_tools)} {needs} at least one root")
-        here = runs_here(file_tools)
-        for index, root in enumerate(config.files.roots):
-            if not root.is_absolute():
-                problems.append(f"files.roots.{index}: {root} is not an absolute path")
-            elif here and not root.is_dir():
-                problems.append(f"files.roots.{index}: {root} is not an existing directory")
+        problems += roots_problems("files.roots", config.files.roots, file_tools)
     # create_file ... restore_change: writes exist only with a checkpoint store, and the store
     # (which holds the original bytes of every file changed) stays out of the model's reach.
     write_tools = [
@@ -311,24 +324,94 @@ def config_problems(config: Config) -> list[str]:
             problems.append(f"storage.database: directory {database.parent} does not exist")
         elif storage_here and database.is_dir():
             problems.append(f"storage.database: {database} is a directory")
-    # ANCHOR fetch_url checks
-    # ANCHOR web_search checks
-    # ANCHOR http checks
-    # ANCHOR documents checks
-    # ANCHOR database checks
+    # fetch_url and web_search need nothing at start: the Brave key is read from the worker's
+    # environment when a Brave search runs, never from configuration.
+    problems += _http_problems(config, enabled)
+    # read_document, search_document: roots as for the file tools, the documents extra on hosts
+    # that parse, and a parser timeout that leaves the activity time to kill it and report.
+    document_tools = [spec.name for spec in DOCUMENT_TOOLS if spec.name in enabled]
+    if document_tools:
+        docs = config.documents
+        problems += roots_problems("documents.roots", docs.roots, document_tools)
+        missing = missing_document_parsers() if runs_here(document_tools) else []
+        if missing:
+            needs = "needs" if len(document_tools) == 1 else "need"
+            problems.append(
+                f"documents: {', '.join(document_tools)} {needs} the documents extra (missing "
+                f"{', '.join(missing)}): {DOCUMENTS_EXTRA_HINT}"
+            )
+        for spec in DOCUMENT_TOOLS:
+            limit = start_to_close(spec)
+            if (
+                spec.name in document_tools
+                and limit is not None
+                and docs.timeout_seconds + PARSER_REPORT_MARGIN > limit
+            ):
+                problems.append(
+                    f"documents.timeout_seconds: {docs.timeout_seconds:g} s leaves {spec.name} "
+                    f"less than {PARSER_REPORT_MARGIN:g} s of its {limit:g} s start_to_close to "
+                    "stop the parser and report"
+                )
+    # database_schema, query_database: one existing SQLite file (never created), and a query
+    # deadline that ends inside the activity's start-to-close so the tool reports it itself.
+    database_tools = [spec.name for spec in DATABASE_TOOLS if spec.name in enabled]
+    if database_tools:
+        db = config.database
+        needs = "needs" if len(database_tools) == 1 else "need"
+        if db.path is None:
+            problems.append(f"database.path: {', '.join(database_tools)} {needs} a SQLite file")
+        elif not db.path.is_absolute():
+            problems.append(f"database.path: {db.path} is not an absolute path")
+        elif runs_here(database_tools):
+            if db.path.is_symlink():
+                problems.append(f"database.path: {db.path} is a symlink; give the file itself")
+            elif not db.path.is_file():
+                problems.append(f"database.path: {db.path} is not an existing file")
+        for spec in DATABASE_TOOLS:
+            limit = start_to_close(spec)
+            if spec.name in database_tools and limit is not None and db.timeout_seconds >= limit:
+                problems.append(
+                    f"database.timeout_seconds: {db.timeout_seconds:g} s does not end inside "
+                    f"{spec.name}'s {limit:g} s start_to_close"
+                )
+    return problems
+
+
+def _http_problems(config: Config, enabled: set[str]) -> list[str]:
+    """[[http]]: each table declares one tool, enabled like any other by listing it in tools."""
+    problems: list[str] = []
+    builtin_names = {spec.name for spec in BUILTIN_TOOLS}
+    declared: dict[str, int] = {}
+    for index, table in enumerate(config.http):
+        key = f"http.{index}.name"
+        if table.name in builtin_names:
+            problems.append(f"{key}: {table.name} is a builtin tool's name; choose another")
+        elif table.name in declared:
+            problems.append(f"{key}: {table.name} is also declared by http.{declared[table.name]}")
+        else:
+            declared[table.name] = index
+        if table.name not in enabled:
+            problems.append(f"{key}: {table.name} is declared but not enabled; add it to tools")
+    if "http_request" in enabled and "http_request" not in declared:
+        problems.append("tools: http_request needs an [[http]] table with its base_url")
     return problems
 
 
 def advertised_specs(config: Config, specs: Iterable[ToolSpec]) -> tuple[ToolSpec, ...]:
     """``specs`` as this deployment offers them: without ``git.allow_write``, ``git``'s
-    operations are only status, diff, log and show (add and commit are absent from the schema)."""
+    operations are only status, diff, log and show (add and commit are absent from the schema).
+    Each ``[[http]]`` table adds its own tool."""
+    http = tuple(http_tool_spec(table) for table in config.http)
     if config.git.allow_write:
-        return tuple(specs)
-    return tuple(
-        replace(spec, arguments=GitReadArgs, description=GIT_READ_ONLY_DESCRIPTION)
-        if spec.arguments is GitArgs
-        else spec
-        for spec in specs
+        return (*specs, *http)
+    return (
+        *(
+            replace(spec, arguments=GitReadArgs, description=GIT_READ_ONLY_DESCRIPTION)
+            if spec.arguments is GitArgs
+            else spec
+            for spec in specs
+        ),
+        *http,
     )
 
 

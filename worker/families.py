@@ -9,16 +9,22 @@ configuration it needs (``config_problems``).
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Iterable
 from functools import cache
 from typing import TypeVar
 
 from activities.catalog import Catalog
+from activities.database import DatabaseTools
+from activities.documents.tools import DocumentTools
 from activities.files.checkpoints import CheckpointError, CheckpointStore
 from activities.files.paths import Roots
 from activities.files.reading import FileReadTools
 from activities.files.writing import FileWriteTools
+from activities.network.fetch import FetchTools
+from activities.network.http_api import HttpTools
+from activities.network.search import WebSearchTools
 from activities.processes.commands import ProcessTools
 from activities.processes.git import GitTools
 from activities.processes.runner import ProcessLedger
@@ -63,11 +69,23 @@ def build_families(config: Config, catalog: Catalog, served: Iterable[str]) -> d
             else InMemoryStorage(settings.namespace)
         )
         families[StorageTools] = StorageTools(settings, storage)
-    # ANCHOR fetch_url family
-    # ANCHOR web_search family
-    # ANCHOR http family
-    # ANCHOR documents family
-    # ANCHOR database family
+    if FetchTools in needed:
+        families[FetchTools] = FetchTools(config.fetch)
+    if WebSearchTools in needed:
+        # The Brave key is looked up in this mapping at each Brave search, not copied now.
+        families[WebSearchTools] = WebSearchTools(config.web_search, environ=os.environ)
+    # [[http]]: one family class per configured tool (its methods carry the tool's name), each
+    # with its own settings; header secrets are read from this environment when a call runs.
+    http_tables = {table.name: table for table in config.http}
+    for spec in catalog:
+        if spec.family in needed and issubclass(spec.family, HttpTools):
+            families[spec.family] = spec.family(http_tables[spec.name], environ=os.environ)
+    if DocumentTools in needed:
+        document_roots = _open("documents.roots", lambda: Roots(config.documents.roots))
+        families[DocumentTools] = DocumentTools(config.documents, document_roots)
+    if DatabaseTools in needed:
+        # Opens nothing now: every call opens the file afresh, read-only.
+        families[DatabaseTools] = _open("database.path", lambda: DatabaseTools(config.database))
     return families
 
 

@@ -196,13 +196,15 @@ class ToolCallWorkflow:
 
     async def _approved(self, plan: CallPlan, decision: policy.Decision) -> None:
         """Return once a human approved the call; end it otherwise."""
+        # A tool's own preview replaces the plain arguments (which the request carries anyway):
+        # the memo must not hold large arguments twice (payloads are limited to 2 MB).
         preview = [PreviewArtifact(kind="arguments", title="arguments", data=plan.arguments)]
         if plan.prepare:
             self._set_phase(Phase.PREPARING)
             prepared = await self._activity(
                 plan, prepare_activity_name(plan.tool), self._execute_input(plan), Prepared
             )
-            preview += prepared.preview
+            preview = prepared.preview
             self._precondition = prepared.precondition
             if workflow.cancellation_reason() is not None:
                 # A prepare step that does not heartbeat never sees the cancellation and its

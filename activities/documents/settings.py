@@ -2,10 +2,41 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MAX_FILE_BYTES = 8_388_608
+"""The spec's ``max_file_bytes``: larger files are refused before anything parses them."""
+MAX_OUTPUT_CHARS = 20_000
+"""The spec's ``max_output_chars``: text and cell characters of one extraction together."""
+MAX_OUTPUT_CHARS_CEILING = 100_000
+"""Even at six JSON bytes a character (escaped control characters) a result stays under 1 MiB."""
+MAX_SECTIONS = 100
+MAX_SECTIONS_CEILING = 1_000
+MAX_ARCHIVE_BYTES = 33_554_432
+"""The spec's ``max_archive_bytes``: declared expanded size of a DOCX or XLSX, all entries."""
+TIMEOUT_SECONDS = 30.0
+MAX_TIMEOUT_SECONDS = 50.0
+"""The parser's time plus its start, kill and report must fit the activity's 60 s."""
+MAX_MEMORY_BYTES = 536_870_912
+"""Address space of the parser process (``RLIMIT_AS``); not in the spec, which leaves it open."""
+MIN_MEMORY_BYTES = 134_217_728
+"""Below this the interpreter and a parser library cannot even start."""
 
 
 class DocumentSettings(BaseModel):
-    """``read_document`` and ``search_document``."""
+    """``read_document`` and ``search_document``: roots, and the limits of one extraction."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    roots: list[Path] = Field(default_factory=list)
+    """Absolute directories; every path must be inside one (the file tools' rules)."""
+    max_file_bytes: int = Field(default=MAX_FILE_BYTES, gt=0)
+    max_output_chars: int = Field(default=MAX_OUTPUT_CHARS, gt=0, le=MAX_OUTPUT_CHARS_CEILING)
+    max_sections: int = Field(default=MAX_SECTIONS, gt=0, le=MAX_SECTIONS_CEILING)
+    max_archive_bytes: int = Field(default=MAX_ARCHIVE_BYTES, gt=0)
+    timeout_seconds: float = Field(default=TIMEOUT_SECONDS, gt=0, le=MAX_TIMEOUT_SECONDS)
+    """Wall-clock time one parse may take before its process is killed."""
+    max_memory_bytes: int = Field(default=MAX_MEMORY_BYTES, ge=MIN_MEMORY_BYTES)
+    """Address-space ceiling of the parser process."""

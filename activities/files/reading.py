@@ -116,11 +116,11 @@ class FileReadTools:
         located = _locate(self.roots, tool, args.path)
         data = _guard(tool, located.path, lambda: self._read_whole(located))
         if b"\x00" in data:
-            raise _refused(tool, located.path, "is binary (contains NUL bytes)")
+            raise refused(tool, located.path, "is binary (contains NUL bytes)")
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise _refused(tool, located.path, f"is not valid UTF-8 (byte {exc.start})") from None
+            raise refused(tool, located.path, f"is not valid UTF-8 (byte {exc.start})") from None
         if args.offset > len(text):
             raise tool_error(
                 ErrorCode.INVALID_ARGUMENTS,
@@ -196,7 +196,7 @@ class FileReadTools:
             elif stat.S_ISDIR(mode):
                 self._search_tree(fd, located.path, search, _glob(args.pattern), stop)
             else:
-                raise _refused(tool, located.path, "is not a regular file or directory")
+                raise refused(tool, located.path, "is not a regular file or directory")
         except OSError as exc:
             raise _failed(tool, located.path, exc) from None
         finally:
@@ -270,7 +270,7 @@ def _locate(roots: Roots, tool: str, path: str) -> Located:
     try:
         return roots.locate(path)
     except PathError as exc:
-        raise _path_failure(tool, exc) from None
+        raise path_failure(tool, exc) from None
 
 
 def _guard(tool: str, path: str, action: Callable[[], T]) -> T:
@@ -278,12 +278,12 @@ def _guard(tool: str, path: str, action: Callable[[], T]) -> T:
     try:
         return action()
     except PathError as exc:
-        raise _path_failure(tool, exc) from None
+        raise path_failure(tool, exc) from None
     except OSError as exc:
         raise _failed(tool, path, exc) from None
 
 
-def _path_failure(tool: str, exc: PathError) -> ApplicationError:
+def path_failure(tool: str, exc: PathError) -> ApplicationError:
     # A path the rules refuse, or that names nothing usable, is the model's to change; a
     # permission or I/O failure on a good path is not.
     if exc.errno is None or exc.errno in _MODEL_FIXABLE:
@@ -291,14 +291,14 @@ def _path_failure(tool: str, exc: PathError) -> ApplicationError:
     return tool_error(ErrorCode.EXECUTION_FAILED, f"{tool}: {exc}")
 
 
-def _refused(tool: str, path: str, reason: str) -> ApplicationError:
+def refused(tool: str, path: str, reason: str) -> ApplicationError:
     return tool_error(
         ErrorCode.INVALID_ARGUMENTS, f"{tool}: {path}: {reason}", fixable_args=["path"]
     )
 
 
 def _oversized(tool: str, path: str, limit: int) -> ApplicationError:
-    return _refused(tool, path, f"is larger than {limit} bytes")
+    return refused(tool, path, f"is larger than {limit} bytes")
 
 
 def _failed(tool: str, path: str, exc: OSError) -> ApplicationError:

@@ -96,7 +96,7 @@ async def test_writes_and_restores_need_approval_by_default(
             {"path": str(target), "old_text": "one", "new_text": "two", "replace_all": False},
         )
         assert pending.capabilities == ["filesystem.write"]
-        [_, diff] = pending.preview
+        [diff] = pending.preview
         assert diff.kind == "diff"
         assert "-step one\n+step two\n" in (diff.text or "")
         assert diff.data["preimage_sha256"] == atomic.sha256(b"step one\n")
@@ -109,12 +109,12 @@ async def test_writes_and_restores_need_approval_by_default(
         pending, result = await approve(
             client, task_queue, "create_file", {"path": path, "content": "fresh"}
         )
-        assert pending.preview[1].text.startswith("--- /dev/null\n")
+        assert pending.preview[0].text.startswith("--- /dev/null\n")
         completed(result)
         pending, result = await approve(
             client, task_queue, "replace_file", {"path": path, "content": "fresher"}
         )
-        assert pending.preview[1].data["preimage_sha256"] == atomic.sha256(b"fresh")
+        assert pending.preview[0].data["preimage_sha256"] == atomic.sha256(b"fresh")
         completed(result)
         assert new.read_text() == "fresher"
 
@@ -122,7 +122,7 @@ async def test_writes_and_restores_need_approval_by_default(
             client, task_queue, "restore_change", {"change_id": change["change_id"]}
         )
         assert pending.capabilities == ["filesystem.restore"]
-        assert "-step two\n+step one\n" in (pending.preview[1].text or "")
+        assert "-step two\n+step one\n" in (pending.preview[0].text or "")
         assert completed(result)["action"] == "rewrite"
         assert target.read_text() == "step one\n"
 

@@ -54,7 +54,7 @@ async def approve(client: Client, task_queue: str, tool: str, args: dict[str, An
     handle = await start_call(client, task_queue, tool, args)
     pending = await pending_approval(handle)
     assert pending.capabilities == ["storage.write"]
-    assert [artifact.kind for artifact in pending.preview] == ["arguments", "storage"]
+    assert [artifact.kind for artifact in pending.preview] == ["storage"]
     await handle.execute_update(ToolCallWorkflow.decide, decision(pending))
     result = await asyncio.wait_for(handle.result(), 30)
     return pending, result
@@ -71,7 +71,7 @@ async def test_reads_run_at_once_and_writes_after_an_approval(
         pending, stored = await approve(
             client, task_queue, "set_value", {"key": "greeting", "value": {"text": "hi"}}
         )
-        assert pending.preview[1].title == "create 'greeting' in namespace 'tool-values'"
+        assert pending.preview[0].title == "create 'greeting' in namespace 'tool-values'"
         assert stored.status is CallStatus.COMPLETED
         assert stored.approval is not None
         assert stored.approval.approver == "alice"
@@ -81,7 +81,7 @@ async def test_reads_run_at_once_and_writes_after_an_approval(
         listed = await run_call(client, task_queue, "list_keys", {"prefix": "gr", "limit": None})
         assert listed.output == {"keys": ["greeting"], "next_offset": None}
         pending, deleted = await approve(client, task_queue, "delete_value", {"key": "greeting"})
-        assert pending.preview[1].text == '{"text":"hi"}'
+        assert pending.preview[0].text == '{"text":"hi"}'
         assert deleted.output == {"key": "greeting", "deleted": True}
     assert SQLiteStorage(tmp_path / "kv.db").get("greeting") is None
 

@@ -197,10 +197,7 @@ async def test_pending_lists_what_a_ui_needs_with_and_without_a_worker(
     assert approval.approval == view.state.pending_approval
     assert approval.approval.arguments == {"token": "alpha"}
     assert approval.approval.capabilities == ["filesystem.write"]
-    assert [(a.kind, a.text) for a in approval.approval.preview] == [
-        ("arguments", None),
-        ("diff", "+alpha\n"),
-    ]
+    assert [(a.kind, a.text) for a in approval.approval.preview] == [("diff", "+alpha\n")]
     assert approval.expires_at == approval.approval.requested_at + timedelta(minutes=10)
     assert approval.started_at <= approval.approval.requested_at
 

@@ -1,0 +1,405 @@
+"""The parser process: one document in on stdin, its bounded extraction out as JSON on stdout.
+
+``DocumentTools`` runs this file as a script (``python -I extract.py ...``), with the document
+already opened through the roots as its standard input, so nothing here resolves a path. It
+imports only the standard library at start (a parser library is imported for the format that
+needs it), confines itself before touching the document (address space, CPU time, no file
+writes, no core dumps, death with the worker) and writes one JSON object: either
+``{"format", "sections", "truncated"}`` or ``{"error", "message"}``. The worker kills it when it
+runs out of time, and never trusts more of its output than a fixed number of bytes.
+
+Refusals happen before any parser runs: a binary format must carry its magic number, an OLE2
+container (an encrypted Office file, or a legacy .doc/.xls) is refused by its signature, and an
+Office archive's entry count, declared expanded size and entry layout are checked from the zip
+central directory before the library opens it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import ctypes
+import datetime
+import io
+import itertools
+import json
+import os
+import resource
+import signal
+import sys
+import zipfile
+from collections.abc import Iterable
+from typing import IO, Any
+
+FORMATS = {
+    ".txt": "txt",
+    ".md": "md",
+    ".markdown": "md",
+    ".rst": "rst",
+    ".log": "log",
+    ".json": "json",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".xml": "xml",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".pdf": "pdf",
+    ".docx": "docx",
+    ".xlsx": "xlsx",
+}
+"""File name extensions (lowercase) and the format each one is read as."""
+TEXT_FORMATS = frozenset({"txt", "md", "rst", "log", "json", "yaml", "xml"})
+EXTRA_MODULES = {"pdf": "pypdf", "docx": "docx", "xlsx": "openpyxl", "xml": "defusedxml"}
+"""The module of the ``documents`` extra each format needs."""
+
+MAX_COLUMNS = 100
+"""The spec's column limit: cells past the 100th of a row are dropped (and reported)."""
+MAX_ARCHIVE_ENTRIES = 10_000
+"""A DOCX or XLSX with more zip entries than this is refused before parsing."""
+PDF_MAGIC_WINDOW = 1_024
+"""``%PDF-`` must start within the first KiB (readers tolerate a little junk before it)."""
+ZIP_MAGIC = b"PK\x03\x04"
+OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_LOCAL_HEADER_BYTES = 30
+_OPEN_FILES = 64
+_PR_SET_PDEATHSIG = 1
+
+
+class Refused(Exception):
+    """The document cannot be extracted; ``code`` says whose problem it is."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Extraction:
+    """Sections collected under the shared character and section limits."""
+
+    def __init__(self, max_chars: int, max_sections: int) -> None:
+        self.left = max_chars
+        self.max_sections = max_sections
+        self.sections: list[dict[str, Any]] = []
+        self.truncated = False
+        """Something was left out: characters, sections or columns."""
+        self.full = False
+        """Nothing more fits; the extraction stops."""
+
+    def open_section(self) -> bool:
+        """Whether one more section fits; if not, the extraction is truncated."""
+        if len(self.sections) >= self.max_sections or self.left <= 0:
+            self.truncated = self.full = True
+            return False
+        return True
+
+    def take(self, text: str) -> str:
+        """``text``, cut to the characters left (marking the truncation), and charged."""
+        # Lone surrogates (from a broken PDF font map, say) cannot travel as UTF-8 JSON.
+        text = text.encode("utf-8", "replace").decode("utf-8")
+        if len(text) > self.left:
+            text = text[: self.left]
+            self.truncated = self.full = True
+        self.left -= len(text)
+        return text
+
+    def text(self, location: str, text: str) -> bool:
+        """Add a text section (blank text adds nothing); ``False`` once nothing more fits."""
+        if not text.strip():
+            return True
+        if not self.open_section():
+            return False
+        self.sections.append({"location": location, "text": self.take(text)})
+        return not self.full
+
+    def result(self, fmt: str) -> dict[str, Any]:
+        for section in self.sections:
+            if "rows" in section:
+                first, count = section["first_row"], len(section["rows"])
+                span = f"row {first}" if count == 1 else f"rows {first}-{first + count - 1}"
+                section["location"] = f"{section['label']} {span}".lstrip()
+        return {"format": fmt, "sections": self.sections, "truncated": self.truncated}
+
+
+class Rows:
+    """Consecutive non-empty rows of one table or sheet, one section per run.
+
+    An empty row ends a run; row numbers are one-based and count empty rows too. A cell costs its
+    characters, and at least one, so a table of empty cells cannot grow the output unbounded.
+    """
+
+    def __init__(self, out: Extraction, label: str) -> None:
+        self.out = out
+        self.label = label
+        self.current: dict[str, Any] | None = None
+
+    def add(self, number: int, cells: list[str]) -> bool:
+        """Add row ``number``; ``False`` once nothing more fits."""
+        out = self.out
+        while cells and not cells[-1]:
+            cells.pop()
+        if not cells:
+            self.current = None
+            return True
+        if self.current is None:
+            if not out.open_section():
+                return False
+            self.current = {"location": "", "label": self.label, "first_row": number, "rows": []}
+            out.sections.append(self.current)
+        elif out.left <= 0:
+            out.truncated = out.full = True
+            return False
+        if len(cells) > MAX_COLUMNS:
+            cells = cells[:MAX_COLUMNS]
+            out.truncated = True
+        row: list[str] = []
+        for cell in cells:
+            if out.left <= 0:
+                out.truncated = out.full = True
+                break
+            kept = out.take(cell)
+            if not kept:
+                out.left -= 1
+            row.append(kept)
+        self.current["rows"].append(row)
+        return not out.full
+
+
+def extract(
+    stream: IO[bytes], fmt: str, *, max_chars: int, max_sections: int, max_archive_bytes: int
+) -> dict[str, Any]:
+    """The bounded extraction of ``stream`` read as ``fmt``."""
+    out = Extraction(max_chars, max_sections)
+    head = stream.read(PDF_MAGIC_WINDOW)
+    stream.seek(0)
+    if head.startswith(OLE2_MAGIC):
+        raise Refused(
+            "encrypted",
+            "is an OLE2 container: an encrypted Office document or a legacy .doc/.xls file; "
+            "neither is supported",
+        )
+    if fmt == "pdf":
+        if b"%PDF-" not in head:
+            raise Refused("refused", "is not a PDF file (no %PDF- header)")
+        _pdf(stream, out)
+    elif fmt in ("docx", "xlsx"):
+        if not head.startswith(ZIP_MAGIC):
+            raise Refused("refused", f"is not a {fmt.upper()} file (not a zip archive)")
+        check_archive(stream, fmt, max_archive_bytes)
+        (_docx if fmt == "docx" else _xlsx)(stream, out)
+    else:
+        data = stream.read()
+        if b"\x00" in data:
+            raise Refused("refused", "is binary (contains NUL bytes), not UTF-8 text")
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise Refused("refused", f"is not valid UTF-8 (byte {exc.start})") from None
+        if fmt in ("csv", "tsv"):
+            _table(text, "\t" if fmt == "tsv" else ",", out)
+        else:
+            if fmt == "xml":
+                _check_xml(data)
+            _text(text, out)
+    return out.result(fmt)
+
+
+def check_archive(stream: IO[bytes], fmt: str, max_bytes: int) -> None:
+    """Refuse an Office archive whose central directory promises too much, before parsing.
+
+    Declared sizes bound what a well-formed archive expands to; an entry that lies about its
+    size is stopped by ``zipfile`` itself (it never returns more than the declared size, and the
+    CRC check then fails). Overlapping entries, the trick of the non-recursive zip bombs, are
+    refused from their offsets.
+    """
+    try:
+        with zipfile.ZipFile(stream) as archive:
+            entries = archive.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError) as exc:
+        raise Refused("refused", f"is not a valid {fmt.upper()} archive ({exc})") from None
+    if len(entries) > MAX_ARCHIVE_ENTRIES:
+        raise Refused(
+            "refused", f"archive has {len(entries)} entries, more than {MAX_ARCHIVE_ENTRIES}"
+        )
+    declared = sum(entry.file_size for entry in entries)
+    if declared > max_bytes:
+        raise Refused(
+            "refused",
+            f"archive expands to {declared} bytes, more than max_archive_bytes ({max_bytes})",
+        )
+    ordered = sorted(entries, key=lambda e: e.header_offset)
+    for entry, following in itertools.pairwise(ordered):
+        end = (
+            entry.header_offset
+            + _LOCAL_HEADER_BYTES
+            + len(entry.orig_filename.encode("utf-8", "surrogateescape"))
+            + entry.compress_size
+        )
+        if end > following.header_offset:
+            raise Refused("refused", "archive has overlapping entries (a zip bomb)")
+    stream.seek(0)
+
+
+def _check_xml(data: bytes) -> None:
+    """Refuse entity declarations and external references; the text itself is never parsed
+    for the result, so malformed XML is still returned as text."""
+    from defusedxml import DefusedXmlException  # type: ignore[import-untyped]
+    from defusedxml.ElementTree import ParseError, fromstring  # type: ignore[import-untyped]
+
+    try:
+        fromstring(data)
+    except DefusedXmlException as exc:
+        raise Refused(
+            "refused",
+            f"XML declares entities or external references ({type(exc).__name__}); refused",
+        ) from None
+    except ParseError:
+        pass
+
+
+def _text(text: str, out: Extraction) -> None:
+    if not text.strip() or not out.open_section():
+        return
+    kept = out.take(text)
+    lines = kept.count("\n") + (0 if kept.endswith("\n") else 1)
+    out.sections.append({"location": f"lines 1-{max(lines, 1)}", "text": kept, "first_line": 1})
+
+
+def _table(text: str, delimiter: str, out: Extraction) -> None:
+    # A record may be as long as the file; the default field limit (128 KiB) would refuse it.
+    csv.field_size_limit(len(text) + 1)
+    rows = Rows(out, "")
+    try:
+        records = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+        for number, record in enumerate(records, 1):
+            if not rows.add(number, record):
+                return
+    except csv.Error as exc:
+        raise Refused("refused", f"is not valid CSV ({exc})") from None
+
+
+def _pdf(stream: IO[bytes], out: Extraction) -> None:
+    from pypdf import PdfReader
+    from pypdf.errors import PyPdfError
+
+    try:
+        reader = PdfReader(stream)
+        if reader.is_encrypted:
+            raise Refused("encrypted", "is an encrypted PDF; encrypted documents are not supported")
+        for number, page in enumerate(reader.pages, 1):
+            if not out.text(f"page {number}", page.extract_text() or ""):
+                return
+    except PyPdfError as exc:
+        raise Refused("failed", f"cannot be parsed as PDF ({type(exc).__name__}: {exc})") from None
+
+
+def _docx(stream: IO[bytes], out: Extraction) -> None:
+    import docx
+    from docx.table import Table
+
+    document = docx.Document(stream)
+    paragraphs = tables = 0
+    for block in document.iter_inner_content():
+        if isinstance(block, Table):
+            tables += 1
+            rows = Rows(out, f"table {tables}")
+            for number, row in enumerate(block.rows, 1):
+                if not rows.add(number, [cell.text for cell in row.cells]):
+                    return
+        else:
+            paragraphs += 1
+            if not out.text(f"paragraph {paragraphs}", block.text):
+                return
+
+
+def _xlsx(stream: IO[bytes], out: Extraction) -> None:
+    import openpyxl  # type: ignore[import-untyped]
+
+    workbook = openpyxl.load_workbook(stream, read_only=True, data_only=True, keep_links=False)
+    try:
+        for sheet in workbook.worksheets:
+            # A sheet's declared dimension (A1:XFD1048576, say) is not trusted: rows are read
+            # as they appear, and gaps come back as empty rows, which cost nothing.
+            sheet.reset_dimensions()
+            rows = Rows(out, f"sheet {sheet.title}")
+            for number, values in enumerate(sheet.iter_rows(values_only=True), 1):
+                if not rows.add(number, _cells(values)):
+                    return
+    finally:
+        workbook.close()
+
+
+def _cells(values: Iterable[Any]) -> list[str]:
+    return [_cell(value) for value in values]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    return str(value)
+
+
+def confine(memory_bytes: int, cpu_seconds: int, parent: int) -> None:
+    """Limit this process before it reads anything, and make it die with the worker."""
+    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (_OPEN_FILES, _OPEN_FILES))
+    prctl = getattr(ctypes.CDLL(None), "prctl", None)
+    if prctl is not None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    # The worker may have died before the death signal was armed.
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--format", required=True, choices=sorted(set(FORMATS.values())))
+    for name in ("max-chars", "max-sections", "max-archive-bytes", "memory-bytes"):
+        parser.add_argument(f"--{name}", type=int, required=True)
+    parser.add_argument("--cpu-seconds", type=int, required=True)
+    parser.add_argument("--parent", type=int, required=True)
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace, stream: IO[bytes]) -> dict[str, Any]:
+    """The extraction, or the error record, of ``stream``; never raises for a bad document."""
+    try:
+        return extract(
+            stream,
+            args.format,
+            max_chars=args.max_chars,
+            max_sections=args.max_sections,
+            max_archive_bytes=args.max_archive_bytes,
+        )
+    except Refused as exc:
+        return {"error": exc.code, "message": exc.message}
+    except ImportError as exc:
+        module = EXTRA_MODULES.get(args.format, exc.name or "a parser")
+        return {"error": "missing_extra", "message": module}
+    except MemoryError:
+        return {"error": "memory", "message": "ran out of memory"}
+    except RecursionError:
+        return {"error": "failed", "message": "is nested too deeply to parse"}
+    except Exception as exc:  # any parser failure is the document's, reported in one line
+        detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        return {"error": "failed", "message": f"cannot be parsed ({detail})"}
+
+
+def main() -> None:
+    args = arguments()
+    confine(args.memory_bytes, args.cpu_seconds, args.parent)
+    with os.fdopen(0, "rb", closefd=False) as stream:
+        payload = run(args, stream)
+    sys.stdout.buffer.write(json.dumps(payload, ensure_ascii=False).encode("utf-8"))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,400 @@
+"""``read_document`` and ``search_document``: bounded text and tables from documents in the roots.
+
+What they can touch: regular files below the deployment's document roots, read-only. The worker
+opens the file through ``Roots`` (the file tools' rules: absolute paths, no ``..``, no symlinks,
+no special files, by the kernel), checks its size, and hands the open descriptor to a parser
+process as its standard input, so nothing re-resolves the path. The parser (``extract``) runs in
+its own process group with an address-space and CPU ceiling; the worker heartbeats while it
+waits, reads at most ``MAX_PARSER_OUTPUT_BYTES`` of its answer, and kills the group on timeout,
+cancellation or worker shutdown. A parser that hangs or explodes costs one killed process, never
+the worker's event loop or memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from pydantic import ValidationError
+from temporalio.exceptions import ApplicationError
+
+from activities.base import CallContext
+from activities.documents import extract
+from activities.documents.models import (
+    DocumentMatch,
+    ReadDocumentArgs,
+    ReadDocumentResult,
+    SearchDocumentArgs,
+    SearchDocumentResult,
+    Section,
+)
+from activities.documents.settings import DocumentSettings
+from activities.errors import tool_error
+from activities.files.paths import Located, PathError, Roots, regular_file
+from activities.files.reading import path_failure, refused
+from activities.heartbeat import Heartbeat
+from activities.processes.runner import budget_left
+from workflows.models import ErrorCode
+
+PARSER_SCRIPT = extract.__file__
+MAX_PARSER_OUTPUT_BYTES = 4 * 1024 * 1024
+"""More than any bounded extraction needs (100,000 characters at 6 JSON bytes and overhead)."""
+MAX_PARSER_ERROR_BYTES = 4_096
+"""The tail of the parser's stderr kept for a failure message."""
+READ_CHUNK = 65_536
+REPORT_MARGIN = 3.0
+"""Seconds kept back from the activity's remaining time to kill the parser and report."""
+PARSER_REPORT_MARGIN = 10.0
+"""Seconds an activity needs beyond the parser's timeout (open, start, kill, report); the
+configuration refuses a ``timeout_seconds`` that leaves less of the start-to-close timeout."""
+KILL_SETTLE = 2.0
+"""How long to wait for a killed parser to be reaped."""
+SNIPPET_CONTEXT = 60
+"""Characters of context on each side of a match."""
+EXTRA_HINT = "pip install 'toolcalls[documents]'"
+_ENV = {"LC_ALL": "C.UTF-8"}
+
+
+@dataclass(frozen=True)
+class Part:
+    """A section as the parser reported it, with what locates a match inside it."""
+
+    section: Section
+    label: str = ""
+    first_row: int = 1
+    first_line: int | None = None
+
+
+@dataclass(frozen=True)
+class Extracted:
+    path: str
+    format: str
+    input_bytes: int
+    parts: list[Part]
+    truncated: bool
+
+
+def missing_extra() -> list[str]:
+    """Modules of the ``documents`` extra this interpreter cannot import (the parser runs on the
+    worker's own interpreter, so what the worker lacks, the parser lacks)."""
+    import importlib.util
+
+    missing = []
+    for module in sorted(set(extract.EXTRA_MODULES.values())):
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(module)
+    return missing
+
+
+class DocumentTools:
+    """The document tools, confined to ``roots``.
+
+    ``parser`` is the command that extracts one document (the limits are appended as options);
+    it defaults to this interpreter running ``extract.py`` in isolated mode.
+    """
+
+    def __init__(
+        self, settings: DocumentSettings, roots: Roots, *, parser: Sequence[str] | None = None
+    ) -> None:
+        self.settings = settings
+        self.roots = roots
+        self.parser = tuple(parser or (sys.executable, "-I", PARSER_SCRIPT))
+
+    async def read_document(self, args: ReadDocumentArgs, call: CallContext) -> ReadDocumentResult:
+        """The located text and table rows of a document, within the deployment's limits."""
+        doc = await self._extract("read_document", args.path)
+        return ReadDocumentResult(
+            path=doc.path,
+            format=doc.format,
+            input_bytes=doc.input_bytes,
+            sections=[part.section for part in doc.parts],
+            truncated=doc.truncated,
+        )
+
+    async def search_document(
+        self, args: SearchDocumentArgs, call: CallContext
+    ) -> SearchDocumentResult:
+        """Located snippets of a literal text (any case) in the bounded extraction."""
+        doc = await self._extract("search_document", args.path)
+        matches, more = find(doc.parts, args.query, args.max_results)
+        return SearchDocumentResult(
+            path=doc.path,
+            format=doc.format,
+            input_bytes=doc.input_bytes,
+            matches=matches,
+            truncated=more or doc.truncated,
+        )
+
+    async def _extract(self, tool: str, path: str) -> Extracted:
+        fmt = document_format(tool, path)
+        located = self._locate(tool, path)
+        fd, size = await asyncio.to_thread(self._open, tool, located)
+        try:
+            payload = await self._parse(tool, located.path, fmt, fd)
+        finally:
+            os.close(fd)
+        if "error" in payload:
+            raise _parser_error(tool, located.path, fmt, payload, self.settings)
+        try:
+            parts = [_part(section) for section in payload["sections"]]
+            truncated = bool(payload["truncated"])
+        except (KeyError, TypeError, ValidationError) as exc:
+            raise tool_error(
+                ErrorCode.INTERNAL, f"{tool}: {located.path}: malformed parser output ({exc})"
+            ) from None
+        return Extracted(located.path, fmt, size, parts, truncated)
+
+    def _locate(self, tool: str, path: str) -> Located:
+        try:
+            return self.roots.locate(path)
+        except PathError as exc:
+            raise path_failure(tool, exc) from None
+
+    def _open(self, tool: str, located: Located) -> tuple[int, int]:
+        try:
+            fd = self.roots.open(located, os.O_RDONLY)
+        except PathError as exc:
+            raise path_failure(tool, exc) from None
+        try:
+            size = regular_file(fd, located.path).st_size
+        except PathError as exc:
+            os.close(fd)
+            raise path_failure(tool, exc) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        limit = self.settings.max_file_bytes
+        if size > limit:
+            os.close(fd)
+            raise refused(tool, located.path, f"is larger than max_file_bytes ({limit} bytes)")
+        return fd, size
+
+    def _argv(self, fmt: str, timeout: float) -> list[str]:
+        s = self.settings
+        return [
+            *self.parser,
+            "--format",
+            fmt,
+            "--max-chars",
+            str(s.max_output_chars),
+            "--max-sections",
+            str(s.max_sections),
+            "--max-archive-bytes",
+            str(s.max_archive_bytes),
+            "--memory-bytes",
+            str(s.max_memory_bytes),
+            # CPU time can only run short of wall time; the wall-clock kill is the real bound.
+            "--cpu-seconds",
+            str(int(timeout) + 1),
+            "--parent",
+            str(os.getpid()),
+        ]
+
+    async def _parse(self, tool: str, path: str, fmt: str, fd: int) -> dict[str, Any]:
+        timeout = self.settings.timeout_seconds
+        left = budget_left()
+        if left is not None and left - REPORT_MARGIN < timeout:
+            timeout = left - REPORT_MARGIN
+            if timeout <= 0:
+                raise tool_error(
+                    ErrorCode.BUDGET_EXCEEDED, f"{tool}: {path}: no time left to parse"
+                )
+        # A cancellation while the parser is being created must not lose it: the spawn finishes
+        # (shielded), and the group is killed like on any other cancellation.
+        spawn = asyncio.ensure_future(
+            asyncio.create_subprocess_exec(
+                *self._argv(fmt, timeout),
+                stdin=fd,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=_ENV,
+                cwd="/",
+                start_new_session=True,
+            )
+        )
+        try:
+            process = await asyncio.shield(spawn)
+        except asyncio.CancelledError:
+            await _kill(await spawn)
+            raise
+        try:
+            async with Heartbeat(path=path, format=fmt, pid=process.pid):
+                out, err, overflow = await asyncio.wait_for(_collect(process), timeout)
+        except TimeoutError:
+            raise tool_error(
+                ErrorCode.TIMED_OUT,
+                f"{tool}: {path}: parsing took longer than {timeout:g} s; the parser was stopped",
+            ) from None
+        finally:
+            await asyncio.shield(_kill(process))
+        if overflow:
+            raise tool_error(
+                ErrorCode.EXECUTION_FAILED,
+                f"{tool}: {path}: the parser wrote more than {MAX_PARSER_OUTPUT_BYTES} bytes",
+            )
+        try:
+            payload = json.loads(out)
+            if not isinstance(payload, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            raise _died(tool, path, process.returncode, err, self.settings) from None
+        return payload
+
+
+async def _collect(process: asyncio.subprocess.Process) -> tuple[bytes, bytes, bool]:
+    """The parser's stdout (at most the cap: ``overflow`` and a kill past it), the tail of its
+    stderr, once it has exited."""
+    assert process.stdout is not None
+    assert process.stderr is not None
+    stdout, stderr = process.stdout, process.stderr
+
+    async def read_out() -> tuple[bytes, bool]:
+        data = bytearray()
+        while chunk := await stdout.read(READ_CHUNK):
+            data += chunk
+            if len(data) > MAX_PARSER_OUTPUT_BYTES:
+                return bytes(data), True
+        return bytes(data), False
+
+    async def read_err() -> bytes:
+        tail = bytearray()
+        while chunk := await stderr.read(READ_CHUNK):
+            tail = (tail + chunk)[-MAX_PARSER_ERROR_BYTES:]
+        return bytes(tail)
+
+    errors = asyncio.ensure_future(read_err())
+    (out, overflow) = await read_out()
+    if overflow:
+        _signal(process, signal.SIGKILL)
+    err = await errors
+    await process.wait()
+    return out, err, overflow
+
+
+async def _kill(process: asyncio.subprocess.Process) -> None:
+    """SIGKILL the parser's group (a parser holds nothing worth a grace period) and reap it."""
+    if process.returncode is None:
+        _signal(process, signal.SIGKILL)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(process.wait(), KILL_SETTLE)
+
+
+def _signal(process: asyncio.subprocess.Process, sig: signal.Signals) -> None:
+    # The group is the parser's own session; its pid is the group id.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, sig)
+
+
+def document_format(tool: str, path: str) -> str:
+    """The format a path's extension names; an unknown one is the model's to fix."""
+    suffix = PurePosixPath(path).suffix.lower()
+    fmt = extract.FORMATS.get(suffix)
+    if fmt is None:
+        known = " ".join(extract.FORMATS)
+        raise refused(
+            tool, path, f"unsupported document type {suffix or '(no extension)'!r}; known: {known}"
+        )
+    return fmt
+
+
+def find(parts: Sequence[Part], query: str, limit: int) -> tuple[list[DocumentMatch], bool]:
+    """Up to ``limit`` located matches of ``query`` (literal, any case), and whether there are
+    more. ``re.IGNORECASE`` folds case one character at a time, so match offsets stay offsets in
+    the original text (``str.lower`` can change lengths)."""
+    pattern = re.compile(re.escape(query), re.IGNORECASE)
+    matches: list[DocumentMatch] = []
+    for part in parts:
+        section = part.section
+        if section.text is not None:
+            for m in pattern.finditer(section.text):
+                if len(matches) == limit:
+                    return matches, True
+                where = section.location
+                if part.first_line is not None:
+                    where = f"line {part.first_line + section.text.count(chr(10), 0, m.start())}"
+                matches.append(DocumentMatch(location=where, snippet=_snippet(section.text, m)))
+        for offset, row in enumerate(section.rows or []):
+            for column, cell in enumerate(row, 1):
+                for m in pattern.finditer(cell):
+                    if len(matches) == limit:
+                        return matches, True
+                    where = f"{part.label} row {part.first_row + offset} column {column}"
+                    matches.append(
+                        DocumentMatch(location=where.lstrip(), snippet=_snippet(cell, m))
+                    )
+    return matches, False
+
+
+def _snippet(text: str, match: re.Match[str]) -> str:
+    """The match with some context on its own line, whitespace collapsed."""
+    start = max(match.start() - SNIPPET_CONTEXT, text.rfind("\n", 0, match.start()) + 1)
+    line_end = text.find("\n", match.end())
+    end = match.end() + SNIPPET_CONTEXT
+    if line_end != -1:
+        end = min(end, line_end)
+    return " ".join(text[start:end].split())
+
+
+def _part(raw: dict[str, Any]) -> Part:
+    section = Section(location=raw["location"], text=raw.get("text"), rows=raw.get("rows"))
+    return Part(
+        section=section,
+        label=str(raw.get("label", "")),
+        first_row=int(raw.get("first_row", 1)),
+        first_line=raw.get("first_line"),
+    )
+
+
+def _parser_error(
+    tool: str, path: str, fmt: str, payload: dict[str, Any], settings: DocumentSettings
+) -> ApplicationError:
+    code, message = payload.get("error"), str(payload.get("message", ""))
+    if code in ("refused", "encrypted"):
+        return refused(tool, path, message)
+    if code == "missing_extra":
+        return tool_error(
+            ErrorCode.CONFIGURATION_ERROR,
+            f"{tool}: reading {fmt} needs the documents extra ({message}): {EXTRA_HINT}",
+        )
+    if code == "memory":
+        return _memory(tool, path, settings)
+    return tool_error(ErrorCode.EXECUTION_FAILED, f"{tool}: {path}: {message}")
+
+
+def _died(
+    tool: str, path: str, returncode: int | None, stderr: bytes, settings: DocumentSettings
+) -> ApplicationError:
+    """The parser ended without an answer: killed by its CPU or memory limit, or crashed."""
+    if returncode is not None and returncode < 0:
+        sig = signal.Signals(-returncode)
+        if sig in (signal.SIGXCPU, signal.SIGKILL):
+            return tool_error(
+                ErrorCode.TIMED_OUT, f"{tool}: {path}: the parser ran out of CPU time"
+            )
+        how = f"was killed by {sig.name}"
+    else:
+        how = f"exited with status {returncode}"
+    if b"MemoryError" in stderr:
+        return _memory(tool, path, settings)
+    return tool_error(ErrorCode.EXECUTION_FAILED, f"{tool}: {path}: the parser {how}")
+
+
+def _memory(tool: str, path: str, settings: DocumentSettings) -> ApplicationError:
+    return tool_error(
+        ErrorCode.EXECUTION_FAILED,
+        f"{tool}: {path}: the parser ran out of memory "
+        f"(max_memory_bytes {settings.max_memory_bytes})",
+    )

@@ -1,0 +1,346 @@
+"""Hostile documents and paths (SECURITY-CASES.md, "documents"): every case refused cleanly or
+bounded, the parser killed when it hangs, runs out of CPU or memory, or floods its output, and no
+process left behind."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pypdf.filters import LZWDecode
+from temporalio.exceptions import ApplicationError, CancelledError
+
+from activities.documents import extract
+from activities.documents.models import ReadDocumentArgs, ReadDocumentResult
+from activities.documents.tools import DocumentTools
+from tests.support.documents import (
+    BILLION_LAUGHS,
+    CALL,
+    EXTERNAL_ENTITY,
+    LZW_CYCLE_BYTES,
+    activity_env,
+    declare_size,
+    document_tools,
+    docx_file,
+    duplicate_entry,
+    encrypted_pdf,
+    hostile,
+    lzw_bomb,
+    lzw_encode,
+    many_entries,
+    pdf_file,
+    pdf_pages,
+    read,
+    rewrite_zip,
+    text_content,
+    text_pdf,
+    xlsx_file,
+    zlib_twice,
+)
+from tests.support.filetrees import real_root
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return real_root(tmp_path)
+
+
+@pytest.fixture
+def tools(root: Path) -> Iterator[DocumentTools]:
+    with document_tools(root) as tools:
+        yield tools
+
+
+async def refusal(tools: DocumentTools, path: Path, code: str = "invalid_arguments") -> str:
+    with pytest.raises(ApplicationError) as caught:
+        await read(tools, path)
+    assert caught.value.type == code, caught.value.message
+    assert caught.value.non_retryable
+    return caught.value.message
+
+
+async def attempt(tools: DocumentTools, path: Path) -> ReadDocumentResult | ApplicationError:
+    """The result or the tool's error, for documents where either is a clean outcome."""
+    try:
+        return await read(tools, path)
+    except ApplicationError as exc:
+        return exc
+
+
+def children() -> set[int]:
+    """Live (non-zombie) children of this process."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[1]) == os.getpid() and fields[0] not in "ZX":
+            found.add(int(entry))
+    return found
+
+
+async def test_docx_declaring_a_gigabyte_is_refused_before_parsing(
+    root: Path, tools: DocumentTools
+) -> None:
+    (root / "bomb.docx").write_bytes(
+        declare_size(docx_file(["hello"]), "word/document.xml", 1_000_000_000)
+    )
+    message = await refusal(tools, root / "bomb.docx")
+    assert "more than max_archive_bytes (33554432)" in message
+
+
+async def test_a_real_zip_bomb_is_refused_by_its_declared_sizes(
+    root: Path, tools: DocumentTools
+) -> None:
+    bomb = rewrite_zip(docx_file(["hello"]), {"word/media/zeros.bin": bytes(40 * 1024 * 1024)})
+    assert len(bomb) < 200_000
+    (root / "zeros.docx").write_bytes(bomb)
+    assert "expands to" in await refusal(tools, root / "zeros.docx")
+
+
+async def test_overlapping_entries_are_refused(root: Path, tools: DocumentTools) -> None:
+    overlapped = duplicate_entry(xlsx_file({"S": [["a"]]}), "xl/workbook.xml", "xl/workbooK.xml")
+    (root / "overlap.xlsx").write_bytes(overlapped)
+    assert "overlapping entries" in await refusal(tools, root / "overlap.xlsx")
+
+
+async def test_too_many_entries_are_refused(root: Path, tools: DocumentTools) -> None:
+    (root / "many.xlsx").write_bytes(many_entries(extract.MAX_ARCHIVE_ENTRIES + 1))
+    message = await refusal(tools, root / "many.xlsx")
+    assert f"more than {extract.MAX_ARCHIVE_ENTRIES}" in message
+
+
+async def test_an_entry_lying_about_its_size_stops_at_the_declared_size(
+    root: Path, tools: DocumentTools
+) -> None:
+    # Small declared, large actual: zipfile never inflates past the declared size, and the
+    # CRC of the short read then fails.
+    liar = declare_size(docx_file(["x" * 50_000]), "word/document.xml", 100)
+    (root / "liar.docx").write_bytes(liar)
+    message = await refusal(tools, root / "liar.docx", "execution_failed")
+    assert "cannot be parsed" in message
+
+
+async def test_a_sheet_claiming_the_whole_grid_is_read_as_it_is(
+    root: Path, tools: DocumentTools
+) -> None:
+    book = xlsx_file({"Big": [["a", "b"], ["c"]]})
+    import zipfile
+    from io import BytesIO
+
+    sheet = zipfile.ZipFile(BytesIO(book)).read("xl/worksheets/sheet1.xml")
+    claimed = sheet.replace(b'<dimension ref="A1:B2"/>', b'<dimension ref="A1:XFD1048576"/>')
+    assert claimed != sheet
+    (root / "grid.xlsx").write_bytes(rewrite_zip(book, {"xl/worksheets/sheet1.xml": claimed}))
+    started = time.monotonic()
+    result = await read(tools, root / "grid.xlsx")
+    assert time.monotonic() - started < 5
+    assert result.sections[0].rows == [["a", "b"], ["c"]]
+
+
+async def test_encrypted_pdf_is_refused_without_guessing(root: Path, tools: DocumentTools) -> None:
+    (root / "locked.pdf").write_bytes(encrypted_pdf([["secret numbers"]], password=""))
+    message = await refusal(tools, root / "locked.pdf")
+    assert message.endswith("is an encrypted PDF; encrypted documents are not supported")
+
+
+async def test_ole2_containers_are_refused_as_encrypted_office_files(
+    root: Path, tools: DocumentTools
+) -> None:
+    ole2 = extract.OLE2_MAGIC + bytes(4096)
+    for name in ("locked.docx", "locked.xlsx"):
+        (root / name).write_bytes(ole2)
+        assert "OLE2 container: an encrypted Office document" in await refusal(tools, root / name)
+
+
+async def test_entity_declarations_in_xml_are_refused(root: Path, tools: DocumentTools) -> None:
+    (root / "lol.xml").write_bytes(BILLION_LAUGHS)
+    (root / "xxe.xml").write_bytes(EXTERNAL_ENTITY)
+    assert "declares entities" in await refusal(tools, root / "lol.xml")
+    assert "declares entities" in await refusal(tools, root / "xxe.xml")
+    # Plain and even malformed XML is text: nothing in it is interpreted.
+    (root / "ok.xml").write_text("<a><b>text</b>")
+    result = await read(tools, root / "ok.xml")
+    assert result.sections[0].text == "<a><b>text</b>"
+
+
+async def test_pdf_flate_bomb_is_a_clean_error(root: Path, tools: DocumentTools) -> None:
+    bomb = pdf_pages(
+        [zlib_twice(bytes(80_000_000))], content_entries=b"/Filter [/FlateDecode /FlateDecode]"
+    )
+    assert len(bomb) < 10_000
+    (root / "bomb.pdf").write_bytes(bomb)
+    message = await refusal(tools, root / "bomb.pdf", "execution_failed")
+    assert "LimitReachedError" in message
+
+
+async def test_pdf_lzw_bomb_stops_at_the_decompression_limit(
+    root: Path, tools: DocumentTools
+) -> None:
+    # The same stream at a few tables' length decodes to exactly what it claims to.
+    assert LZWDecode.decode(lzw_bomb(2 * LZW_CYCLE_BYTES)) == b" " * 2 * LZW_CYCLE_BYTES
+    bomb = pdf_pages([lzw_bomb(2**30)], content_entries=b"/Filter /LZWDecode")
+    assert len(bomb) < 1_000_000
+    (root / "bomb.pdf").write_bytes(bomb)
+    # The filter itself is read: the same page type with ordinary text comes back.
+    readable = pdf_pages(
+        [lzw_encode(text_content(["lzw text"]))], content_entries=b"/Filter /LZWDecode"
+    )
+    (root / "lzw.pdf").write_bytes(readable)
+    assert (await read(tools, root / "lzw.pdf")).sections[0].text == "lzw text"
+    before = children()
+    started = time.monotonic()
+    message = await refusal(tools, root / "bomb.pdf", "execution_failed")
+    assert time.monotonic() - started < 10
+    # pypdf's own output limit, not the memory ceiling or the timeout, stops it.
+    assert "LimitReachedError: Limit reached while decompressing" in message
+    assert children() == before
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"BI /W 8 /H 8 /BPC 8 /CS /G /F /DCT ID \xff\xd8\xff\xe0" + bytes(5000),
+        b"BI /W 8 /H 8 /BPC 8 /CS /G /F /A85 ID 9jqo^BlbD-BleB1DJ+*+F(f,q" * 200,
+    ],
+    ids=["dct-without-eof", "unterminated-ascii85"],
+)
+async def test_unterminated_inline_images_are_bounded(
+    root: Path, tools: DocumentTools, content: bytes
+) -> None:
+    (root / "inline.pdf").write_bytes(
+        pdf_pages([b"BT /F1 12 Tf 72 720 Td (before) Tj ET\n" + content])
+    )
+    started = time.monotonic()
+    outcome = await attempt(tools, root / "inline.pdf")
+    assert time.monotonic() - started < 10
+    if isinstance(outcome, ApplicationError):
+        assert outcome.type == "execution_failed"
+    else:
+        assert outcome.format == "pdf"
+
+
+async def test_broken_xref_structures_are_bounded(root: Path, tools: DocumentTools) -> None:
+    page = text_pdf([["hello"]])
+    xref = page.rindex(b"startxref\n") + len(b"startxref\n")
+    offset = int(page[xref:].split(b"\n")[0])
+    # A trailer whose /Prev points back at its own xref section: a cycle.
+    circular = page.replace(b"/Root 1 0 R >>", b"/Root 1 0 R /Prev %d >>" % offset)
+    no_root = pdf_file([b"<< /Type /Pages /Kids [] /Count 0 >>"], trailer=b"/Size 1000000000")
+    for name, data in (("circular.pdf", circular), ("noroot.pdf", no_root)):
+        (root / name).write_bytes(data)
+        started = time.monotonic()
+        outcome = await attempt(tools, root / name)
+        assert time.monotonic() - started < 10
+        if isinstance(outcome, ApplicationError):
+            assert outcome.type == "execution_failed", outcome.message
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("link.pdf", "is or passes through a symbolic link"),
+        ("pipe.txt", "not a regular file"),
+        ("dir.txt", "a directory"),
+        ("missing.pdf", "does not exist"),
+    ],
+)
+async def test_paths_follow_the_file_tools_rules(
+    root: Path, tools: DocumentTools, name: str, reason: str
+) -> None:
+    (root / "real.pdf").write_bytes(text_pdf([["x"]]))
+    os.symlink(root / "real.pdf", root / "link.pdf")
+    os.mkfifo(root / "pipe.txt")
+    (root / "dir.txt").mkdir()
+    message = await refusal(tools, root / name)
+    assert message == f"read_document: {root / name}: {reason}"
+
+
+async def test_paths_outside_the_roots_are_refused(root: Path, tools: DocumentTools) -> None:
+    assert (await refusal(tools, Path("/etc/hostname.txt"))).endswith(
+        "not inside a configured root"
+    )
+    with pytest.raises(ValueError, match=r"'\.\.' component"):
+        ReadDocumentArgs(path=f"{root}/../secret.txt")
+    with pytest.raises(ValueError, match="NUL"):
+        ReadDocumentArgs(path=f"{root}/a\x00.txt")
+
+
+async def test_a_hanging_parser_is_killed_at_its_timeout(root: Path) -> None:
+    (root / "a.pdf").write_bytes(text_pdf([["x"]]))
+    before = children()
+    with document_tools(root, parser=hostile("sleep"), timeout_seconds=1) as tools:
+        started = time.monotonic()
+        message = await refusal(tools, root / "a.pdf", "timed_out")
+    assert 1 <= time.monotonic() - started < 5
+    assert "parsing took longer than 1 s" in message
+    assert children() == before
+
+
+async def test_cancellation_kills_the_parser(root: Path) -> None:
+    (root / "a.pdf").write_bytes(text_pdf([["x"]]))
+    before = children()
+    env = activity_env(heartbeat=0.3)
+    with document_tools(root, parser=hostile("sleep")) as tools:
+        task = asyncio.ensure_future(
+            env.run(tools.read_document, ReadDocumentArgs(path=f"{root}/a.pdf"), CALL)
+        )
+        await asyncio.sleep(1.0)
+        assert len(children() - before) == 1
+        env.cancel()
+        with pytest.raises((asyncio.CancelledError, CancelledError)):
+            await asyncio.wait_for(task, 5)
+    assert children() == before
+
+
+async def test_memory_and_cpu_ceilings_stop_the_parser(root: Path) -> None:
+    (root / "a.pdf").write_bytes(text_pdf([["x"]]))
+    with document_tools(root, parser=hostile("allocate")) as tools:
+        assert "ran out of memory" in await refusal(tools, root / "a.pdf", "execution_failed")
+    # RLIMIT_CPU is the parser's own bound, one second past its wall-clock timeout (here 1 s).
+    with document_tools(root, parser=hostile("spin"), timeout_seconds=1) as tools:
+        assert await refusal(tools, root / "a.pdf", "timed_out")
+
+
+async def test_a_flooding_parser_is_cut_off(root: Path) -> None:
+    (root / "a.pdf").write_bytes(text_pdf([["x"]]))
+    with document_tools(root, parser=hostile("flood")) as tools:
+        message = await refusal(tools, root / "a.pdf", "execution_failed")
+    assert "wrote more than" in message
+
+
+async def test_a_missing_parser_library_is_a_configuration_error(root: Path) -> None:
+    (root / "a.pdf").write_bytes(text_pdf([["x"]]))
+    with document_tools(root, parser=hostile("no-pypdf")) as tools:
+        message = await refusal(tools, root / "a.pdf", "configuration_error")
+    assert message == (
+        "read_document: reading pdf needs the documents extra (pypdf): "
+        "pip install 'toolcalls[documents]'"
+    )
+
+
+def test_the_parser_confines_itself() -> None:
+    import subprocess
+
+    code = (
+        "import resource, sys; sys.path.insert(0, sys.argv[1]); import extract; "
+        "extract.confine(300_000_000, 7, __import__('os').getppid()); "
+        "print(resource.getrlimit(resource.RLIMIT_AS), resource.getrlimit(resource.RLIMIT_CPU),"
+        " resource.getrlimit(resource.RLIMIT_FSIZE))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(Path(extract.__file__).parent)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out.strip() == "(300000000, 300000000) (7, 8) (0, 0)"

@@ -1,0 +1,121 @@
+"""``fetch_url`` through a real ``ToolCallWorkflow`` on a real server.
+
+The page comes from a loopback server, which only a worker whose ``FetchTools`` admits loopback
+can reach; the worker the configuration builds on its own (the production guard) refuses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from temporalio.client import Client
+
+from activities.network.fetch import FetchTools
+from activities.network.guard import NetworkGuard, any_address
+from activities.network.settings import FetchSettings
+from tests.support.harness import decision, make_config, pending_approval, run_call, start_call
+from tests.support.http_servers import MapResolver, serve, text
+from tests.support.tools import ALL_TOOL_NAMES, ALL_TOOLS, ProbeTools
+from worker.config import Config
+from worker.run import build_worker
+from workflows.models import CallStatus, CapabilityPolicy, Effect, ErrorCode
+from workflows.tool_call import ToolCallWorkflow
+
+PAGE = "<html><head><title>Hello</title></head><body><p>Fetched through Temporal.</p></body></html>"
+
+
+def fetch_config(task_queue: str) -> Config:
+    return make_config(task_queue, tools=[*ALL_TOOL_NAMES, "fetch_url"])
+
+
+@asynccontextmanager
+async def loopback_worker(client: Client, config: Config) -> AsyncIterator[None]:
+    guard = NetworkGuard(
+        resolver=MapResolver({"site.test": ["127.0.0.1"]}), admit=any_address, allowed_ports=None
+    )
+    families = {ProbeTools: ProbeTools(), FetchTools: FetchTools(config.fetch, guard=guard)}
+    async with build_worker(client, config, specs=ALL_TOOLS, families=families):
+        yield
+
+
+def expected(url: str) -> dict[str, object]:
+    return {
+        "url": url,
+        "status_code": 200,
+        "content_type": "text/html",
+        "title": "Hello",
+        "text": "Fetched through Temporal.",
+        "truncated": False,
+        "untrusted_content": True,
+    }
+
+
+async def test_allowed_by_the_default_ceiling(client: Client, task_queue: str) -> None:
+    with serve({"/": text(PAGE, "text/html")}) as server:
+        url = server.url("/", host="site.test")
+        async with loopback_worker(client, fetch_config(task_queue)):
+            result = await run_call(client, task_queue, "fetch_url", {"url": url})
+    assert result.status is CallStatus.COMPLETED, result.error
+    assert result.output == expected(url)
+    assert result.capabilities == ["network.read"]
+    assert result.approval is None
+
+
+async def test_runs_once_approved_under_a_request_policy(client: Client, task_queue: str) -> None:
+    policy = CapabilityPolicy(rules={"network.read": Effect.REQUIRE_APPROVAL})
+    with serve({"/": text(PAGE, "text/html")}) as server:
+        url = server.url("/", host="site.test")
+        async with loopback_worker(client, fetch_config(task_queue)):
+            handle = await start_call(
+                client, task_queue, "fetch_url", {"url": url, "max_chars": None}, policy=policy
+            )
+            pending = await pending_approval(handle)
+            assert (pending.tool, pending.capabilities) == ("fetch_url", ["network.read"])
+            assert pending.arguments == {"url": url, "max_chars": 12_000}
+            assert server.requests == []  # nothing fetched before the approval
+            await handle.execute_update(ToolCallWorkflow.decide, decision(pending, approver="ann"))
+            result = await asyncio.wait_for(handle.result(), 30)
+    assert result.status is CallStatus.COMPLETED, result.error
+    assert result.output == expected(url)
+    assert result.approval is not None
+    assert (result.approval.approved, result.approval.approver) == (True, "ann")
+    assert len(server.requests) == 1
+
+
+async def test_the_configured_worker_refuses_loopback_as_a_fixable_error(
+    client: Client, task_queue: str
+) -> None:
+    config = fetch_config(task_queue)
+    async with build_worker(client, config, specs=ALL_TOOLS, families={}):
+        literal = await run_call(client, task_queue, "fetch_url", {"url": "http://127.0.0.1/"})
+        port = await run_call(client, task_queue, "fetch_url", {"url": "http://example.com:6379/"})
+    assert literal.status is CallStatus.FAILED
+    assert literal.error is not None
+    assert literal.error.code is ErrorCode.INVALID_ARGUMENTS
+    assert literal.error.fixable_args == ["url"]
+    assert literal.error.message == "fetch_url: url: 127.0.0.1 is a loopback address"
+    assert port.error is not None
+    assert port.error.code is ErrorCode.INVALID_ARGUMENTS
+    assert "port 6379 is not allowed" in port.error.message
+
+
+async def test_a_url_with_credentials_is_refused_before_the_call_runs(
+    client: Client, task_queue: str
+) -> None:
+    async with loopback_worker(client, fetch_config(task_queue)):
+        result = await run_call(
+            client, task_queue, "fetch_url", {"url": "http://user:pw@site.test/"}
+        )
+    assert result.status is CallStatus.FAILED
+    assert result.error is not None
+    assert result.error.code is ErrorCode.INVALID_ARGUMENTS
+    assert result.error.fixable_args == ["url"]
+    assert "credentials" in result.error.message
+
+
+def test_fetch_url_needs_no_configuration() -> None:
+    config = fetch_config("q")
+    assert config.fetch == FetchSettings()
+    assert FetchSettings(user_agent="example-bot/1 (+https://example.com/bot)").user_agent
