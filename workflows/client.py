@@ -9,6 +9,7 @@ signal when none does (the decision is queued and applied when a worker returns)
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import uuid
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowHandle,
     WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -57,6 +59,8 @@ from workflows.tool_call import ToolCallWorkflow
 POLLER_FRESHNESS = timedelta(minutes=1)
 """A workflow poller seen this recently may be a worker serving the call's queue."""
 PROBE_TIMEOUT = timedelta(seconds=5)
+UPDATE_TIMEOUT = timedelta(seconds=10)
+"""How long an update may wait for the worker that answered the probe; then the signal goes."""
 """How long a worker gets to answer the ``status`` query before the call counts as unserved.
 
 The server keeps listing a stopped worker's pollers as fresh for up to a minute (a live idle
@@ -143,6 +147,7 @@ class ToolCallClient:
         *,
         task_queue: str = DEFAULT_TASK_QUEUE,
         probe_timeout: timedelta = PROBE_TIMEOUT,
+        update_timeout: timedelta = UPDATE_TIMEOUT,
     ) -> None:
         if client.data_converter.payload_converter_class is not (
             pydantic_data_converter.payload_converter_class
@@ -158,6 +163,7 @@ class ToolCallClient:
         self.client = client
         self.task_queue = task_queue
         self.probe_timeout = probe_timeout
+        self.update_timeout = update_timeout
 
     @classmethod
     async def connect(
@@ -301,10 +307,18 @@ class ToolCallClient:
             signal = ToolCallWorkflow.approve if decision.approved else ToolCallWorkflow.deny
             await handle.signal(signal, DecisionInput(**decision.model_dump(exclude={"approved"})))
             return Outcome(Delivery.QUEUED)
+        signal = ToolCallWorkflow.approve if decision.approved else ToolCallWorkflow.deny
         try:
-            record = await handle.execute_update(ToolCallWorkflow.decide, decision)
+            record = await handle.execute_update(
+                ToolCallWorkflow.decide, decision, rpc_timeout=self.update_timeout
+            )
         except WorkflowUpdateFailedError as exc:
             return Outcome(Delivery.REJECTED, reason=_reason(exc))
+        except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
+            await _signal_after_timeout(
+                handle, exc, signal, DecisionInput(**decision.model_dump(exclude={"approved"}))
+            )
+            return Outcome(Delivery.QUEUED)
         except RPCError as exc:
             if exc.status is RPCStatusCode.NOT_FOUND:
                 return Outcome(Delivery.REJECTED, reason="the call has ended")
@@ -362,9 +376,14 @@ class ToolCallClient:
             await handle.signal(ToolCallWorkflow.answer_signal, answer)
             return Outcome(Delivery.QUEUED)
         try:
-            output = await handle.execute_update(ToolCallWorkflow.answer, answer)
+            output = await handle.execute_update(
+                ToolCallWorkflow.answer, answer, rpc_timeout=self.update_timeout
+            )
         except WorkflowUpdateFailedError as exc:
             return Outcome(Delivery.REJECTED, reason=_reason(exc))
+        except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
+            await _signal_after_timeout(handle, exc, ToolCallWorkflow.answer_signal, answer)
+            return Outcome(Delivery.QUEUED)
         return Outcome(Delivery.ACCEPTED, record=output)
 
     async def _memo(self, workflow_id: str, key: str, model: type[_M]) -> _M | None:
@@ -395,3 +414,19 @@ def _finished_state(result: ToolCallResult) -> CallState:
         events=result.events,
         result=result,
     )
+
+
+async def _signal_after_timeout(
+    handle: Handle,
+    exc: WorkflowUpdateRPCTimeoutOrCancelledError,
+    signal: Any,
+    payload: object,
+) -> None:
+    """Send ``signal`` when an update timed out: the worker that answered the probe is gone.
+
+    If the update was delivered after all, the workflow takes the first of the two and records
+    the other as ignored. A cancellation of the caller is not a timeout: it propagates.
+    """
+    if isinstance(exc.__cause__, asyncio.CancelledError):
+        raise asyncio.CancelledError
+    await handle.signal(signal, payload)

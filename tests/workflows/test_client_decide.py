@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
@@ -18,6 +19,7 @@ from workflows.models import (
     ApprovalRecord,
     ApprovalRequest,
     AskUserOutput,
+    CallState,
     CallStatus,
     ErrorCode,
     EventKind,
@@ -218,6 +220,46 @@ async def test_answer_without_a_worker_is_queued(client: Client, task_queue: str
         ("declined", None),
     ]
     assert results[0].events[-2].message == "by erin"
+
+
+class StaleProbe(ToolCallClient):
+    """A client whose probe found a live worker that went away right after answering."""
+
+    stale_state: CallState | None = None
+
+    async def _live_state(self, handle: Any, description: Any) -> CallState | None:
+        return self.stale_state
+
+
+async def test_an_update_nobody_takes_falls_back_to_the_signal(
+    client: Client, task_queue: str
+) -> None:
+    tools = ToolCallClient(client, task_queue=task_queue, probe_timeout=PROBE)
+    config = make_config(task_queue)
+    async with running_worker(client, config) as probes:
+        write = await tools.start(write_request("d"))
+        ask = await tools.start(question_request())
+        found = await listed_pending(tools, write.id, ask.id)
+        answered_the_probe = (await tools.status(write.id)).state
+
+    stale = StaleProbe(client, task_queue=task_queue, update_timeout=timedelta(seconds=2))
+    stale.stale_state = answered_the_probe
+    pending = found[write.id].approval
+    assert pending is not None
+    queued = await asyncio.wait_for(stale.decide(write.id, decision(pending, approver="bob")), 20)
+    said = await asyncio.wait_for(stale.answer(ask.id, "later", responder="erin"), 20)
+    assert (queued.delivery, said.delivery) == (Delivery.QUEUED, Delivery.QUEUED)
+    assert SIGNALED in await history_types(write)
+    assert SIGNALED in await history_types(ask)
+
+    async with running_worker(client, config, probes):
+        done, reply = await asyncio.wait_for(asyncio.gather(write.result(), ask.result()), 30)
+    assert done.status is CallStatus.COMPLETED
+    assert done.approval is not None
+    assert done.approval.approver == "bob"
+    assert probes.runs == {"probe_write": 1}
+    assert reply.output is not None
+    assert (reply.output["status"], reply.output["answer"]) == ("answered", "later")
 
 
 async def test_nothing_pending_raises_or_is_rejected(client: Client, task_queue: str) -> None:
