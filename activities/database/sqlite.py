@@ -16,6 +16,9 @@ in layers, so that no single mistake opens a way to write:
   before it is allocated), SQL text, result columns and expression depth are bounded;
 - a progress handler stops the statement at its deadline or when the call is canceled (the event
   loop also calls ``interrupt()`` on cancellation);
+- the built-in functions whose one call is quadratic in its arguments (``like``, ``glob``,
+  ``trim``, ``instr``, ``replace``: see ``GUARDED_FUNCTIONS``) check the deadline and their cost
+  before each call, since SQLite never runs the progress handler inside a function;
 - rows are fetched in batches and counted against ``max_rows`` and the JSON byte budget as they
   arrive, so a ten-million-row result is never materialised.
 """
@@ -81,6 +84,27 @@ DENIED_FUNCTIONS = frozenset(
 )
 """SQL functions refused by the authorizer; every other built-in function is allowed."""
 
+SCAN_STEPS = 100_000_000
+"""Character steps one call of a pattern or trim function may take (``like``, ``glob``,
+``trim``/``ltrim``/``rtrim`` with a character set): about 0.1-0.3 s."""
+COMPARE_BYTES = 10_000_000_000
+"""Byte comparisons one call of ``instr`` or ``replace`` may take (``memcmp``): about 0.1 s."""
+GUARDED_FUNCTIONS = (
+    ("like", 2, SCAN_STEPS),
+    ("like", 3, SCAN_STEPS),
+    ("glob", 2, SCAN_STEPS),
+    ("trim", 2, SCAN_STEPS),
+    ("ltrim", 2, SCAN_STEPS),
+    ("rtrim", 2, SCAN_STEPS),
+    ("instr", 2, COMPARE_BYTES),
+    ("replace", 3, COMPARE_BYTES),
+)
+"""Built-in functions whose one call costs the product of its first two arguments' lengths.
+SQLite calls the progress handler only between instructions, never inside a function, so one
+``trim(x, y)`` of two 1 MiB strings would run for most of an hour past the deadline (and many in
+one row for longer). Each is replaced by a wrapper that checks the deadline and the cost before
+it calls SQLite's own function (on a private in-memory connection, so the result is the same)."""
+
 _READ_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE})
 _SCHEMA_PRAGMAS = frozenset({"table_xinfo"})
 """The only pragma ``describe_schema`` runs (a query can run none)."""
@@ -120,6 +144,10 @@ class _Run:
     connection: sqlite3.Connection | None = None
     canceled: bool = False
     denied: str | None = None
+    failure: DatabaseError | None = None
+    """Why a guarded function stopped the statement."""
+    helper: sqlite3.Connection | None = None
+    """Where the guarded functions run SQLite's own implementation."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def cancel(self) -> None:
@@ -200,7 +228,7 @@ class SQLiteDatabase:
         finally:
             with run.lock:
                 run.connection = None
-            connection.close()
+            _close(connection, run)
 
     def _connect(self, run: _Run) -> sqlite3.Connection:
         before = _regular_file(self.path)
@@ -235,11 +263,12 @@ class SQLiteDatabase:
             ):
                 connection.setlimit(limit, value)
             connection.set_progress_handler(run.stop, PROGRESS_OPS)
+            self._guard_functions(connection, run)
         except sqlite3.Error as exc:
-            connection.close()
+            _close(connection, run)
             raise self._mapped(exc, run) from None
         except BaseException:
-            connection.close()
+            _close(connection, run)
             raise
         return connection
 
@@ -313,6 +342,44 @@ class SQLiteDatabase:
             size += cost
         return {"tables": tables, "truncated": truncated}
 
+    def _guard_functions(self, connection: sqlite3.Connection, run: _Run) -> None:
+        """Replace the functions whose one call is not bounded by the progress handler."""
+        helper = sqlite3.connect(":memory:", check_same_thread=False, cached_statements=16)
+        run.helper = helper
+        helper.text_factory = _text
+        helper.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, self.max_result_bytes)
+        for name, arguments, bound in GUARDED_FUNCTIONS:
+            connection.create_function(
+                name,
+                arguments,
+                self._guarded(run, helper, name, arguments, bound),
+                deterministic=True,
+            )
+
+    def _guarded(
+        self, run: _Run, helper: sqlite3.Connection, name: str, arguments: int, bound: int
+    ) -> Callable[..., Any]:
+        sql = f"SELECT {name}({', '.join('?' * arguments)})"
+
+        def call(*args: Any) -> Any:
+            if run.stop():
+                run.failure = QueryTimedOut(self._too_slow())
+                raise sqlite3.OperationalError("interrupted")
+            first, second = _length(args[0]), _length(args[1])
+            if first * second > bound:
+                run.failure = QueryRejected(
+                    f"{name}() of arguments of {first} and {second} characters would run too "
+                    "long; use shorter values or patterns"
+                )
+                raise sqlite3.OperationalError("too expensive")
+            try:
+                return helper.execute(sql, args).fetchone()[0]
+            except sqlite3.Error as exc:
+                run.failure = self._mapped(exc, _Run(timeout=run.timeout))
+                raise
+
+        return call
+
     def _too_slow(self) -> str:
         return f"stopped at the {self.timeout_seconds:g} s deadline; narrow the query"
 
@@ -322,6 +389,8 @@ class SQLiteDatabase:
         message = str(exc)
         if run.canceled:
             return DatabaseError("canceled")
+        if run.failure is not None:
+            return run.failure
         if code == sqlite3.SQLITE_INTERRUPT:
             return QueryTimedOut(self._too_slow())
         if run.denied is not None:
@@ -385,6 +454,12 @@ def _columns(connection: sqlite3.Connection, name: str) -> list[dict[str, Any]]:
     ]
 
 
+def _close(connection: sqlite3.Connection, run: _Run) -> None:
+    connection.close()
+    if run.helper is not None:
+        run.helper.close()
+
+
 def _regular_file(path: Path) -> tuple[int, int]:
     try:
         info = os.lstat(path)
@@ -416,6 +491,15 @@ def _value(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return {"float": "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")}
     return value
+
+
+def _length(value: Any) -> int:
+    """Characters (or bytes) SQLite works through for one function argument."""
+    if value is None:
+        return 0
+    if isinstance(value, str | bytes):
+        return len(value)
+    return len(str(value))
 
 
 def _json_bytes(value: Any) -> int:

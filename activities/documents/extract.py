@@ -54,6 +54,9 @@ EXTRA_MODULES = {"pdf": "pypdf", "docx": "docx", "xlsx": "openpyxl", "xml": "def
 
 MAX_COLUMNS = 100
 """The spec's column limit: cells past the 100th of a row are dropped (and reported)."""
+MAX_SHEET_TITLE_CHARS = 31
+"""Excel's limit on a sheet name; a longer one (only a hand-made file has it) is cut to it in
+locations, which every section and match of the sheet repeats and no character limit charges."""
 MAX_ARCHIVE_ENTRIES = 10_000
 """A DOCX or XLSX with more zip entries than this is refused before parsing."""
 PDF_MAGIC_WINDOW = 1_024
@@ -321,7 +324,7 @@ def _xlsx(stream: IO[bytes], out: Extraction) -> None:
             # A sheet's declared dimension (A1:XFD1048576, say) is not trusted: rows are read
             # as they appear, and gaps come back as empty rows, which cost nothing.
             sheet.reset_dimensions()
-            rows = Rows(out, f"sheet {sheet.title}")
+            rows = Rows(out, f"sheet {sheet.title[:MAX_SHEET_TITLE_CHARS]}")
             for number, values in enumerate(sheet.iter_rows(values_only=True), 1):
                 if not rows.add(number, _cells(values)):
                     return

@@ -11,7 +11,8 @@ MAX_FILE_BYTES = 8_388_608
 MAX_OUTPUT_CHARS = 20_000
 """The spec's ``max_output_chars``: text and cell characters of one extraction together."""
 MAX_OUTPUT_CHARS_CEILING = 100_000
-"""Even at six JSON bytes a character (escaped control characters) a result stays under 1 MiB."""
+"""Escaping can cost up to eleven JSON bytes a character; ``read_document`` leaves out trailing
+sections past 1,000,000 bytes (``tools.MAX_RESULT_BYTES``)."""
 MAX_SECTIONS = 100
 MAX_SECTIONS_CEILING = 1_000
 MAX_ARCHIVE_BYTES = 33_554_432

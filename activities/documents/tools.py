@@ -61,6 +61,10 @@ KILL_SETTLE = 2.0
 SNIPPET_CONTEXT = 60
 """Characters of context on each side of a match."""
 EXTRA_HINT = "pip install 'toolcalls[documents]'"
+MAX_RESULT_BYTES = 1_000_000
+"""A ``read_document`` result's JSON stays below the central payload cap (1 MiB): characters
+bound the extraction, but escaping and the brackets of many one-character cells can cost up to
+eleven bytes a character; trailing sections that do not fit are left out (``truncated``)."""
 _ENV = {"LC_ALL": "C.UTF-8"}
 
 
@@ -116,13 +120,21 @@ class DocumentTools:
     async def read_document(self, args: ReadDocumentArgs, call: CallContext) -> ReadDocumentResult:
         """The located text and table rows of a document, within the deployment's limits."""
         doc = await self._extract("read_document", args.path)
-        return ReadDocumentResult(
+        result = ReadDocumentResult(
             path=doc.path,
             format=doc.format,
             input_bytes=doc.input_bytes,
-            sections=[part.section for part in doc.parts],
+            sections=[],
             truncated=doc.truncated,
         )
+        room = MAX_RESULT_BYTES - len(result.model_dump_json().encode())
+        sections: list[Section] = []
+        for part in doc.parts:
+            room -= len(part.section.model_dump_json().encode()) + 1
+            if room < 0:
+                return result.model_copy(update={"sections": sections, "truncated": True})
+            sections.append(part.section)
+        return result.model_copy(update={"sections": sections})
 
     async def search_document(
         self, args: SearchDocumentArgs, call: CallContext
@@ -141,7 +153,14 @@ class DocumentTools:
     async def _extract(self, tool: str, path: str) -> Extracted:
         fmt = document_format(tool, path)
         located = self._locate(tool, path)
-        fd, size = await asyncio.to_thread(self._open, tool, located)
+        # A cancellation while the file is being opened must not lose its descriptor: the open
+        # finishes in its thread, and whatever it opened is closed then.
+        opening = asyncio.ensure_future(asyncio.to_thread(self._open, tool, located))
+        try:
+            fd, size = await asyncio.shield(opening)
+        except asyncio.CancelledError:
+            opening.add_done_callback(_close_opened)
+            raise
         try:
             payload = await self._parse(tool, located.path, fmt, fd)
         finally:
@@ -252,6 +271,11 @@ class DocumentTools:
         except ValueError:
             raise _died(tool, path, process.returncode, err, self.settings) from None
         return payload
+
+
+def _close_opened(opening: asyncio.Future[tuple[int, int]]) -> None:
+    if not opening.cancelled() and opening.exception() is None:
+        os.close(opening.result()[0])
 
 
 async def _collect(process: asyncio.subprocess.Process) -> tuple[bytes, bytes, bool]:

@@ -118,6 +118,11 @@ class Limits:
 class NetworkError(Exception):
     """reason: a short lowercase message naming the problem."""
 
+    request_sent: bool | None = None
+    """Whether a byte of the request may have reached a server: False when certainly not (the
+    lookup or the connection failed, or the deadline ran out before the request was written),
+    True when it may have, None when the guard cannot tell (an injected transport)."""
+
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
@@ -183,12 +188,45 @@ async def system_resolver(host: str, port: int) -> Sequence[Address]:
         infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as error:
         raise URLRefused(f"url: host {host} does not resolve") from error
+    except UnicodeError as error:  # the idna codec: an empty label, or one over 63 characters
+        raise URLRefused(f"url: host {host} is not a valid host name") from error
     addresses: list[Address] = []
     for _family, _type, _proto, _canon, sockaddr in infos:
         address = ipaddress.ip_address(str(sockaddr[0]))
         if address not in addresses:
             addresses.append(address)
     return addresses
+
+
+class _WatchedStream(httpcore.AsyncNetworkStream):
+    """A connection that notes when the request starts to be written (TLS handshakes aside)."""
+
+    def __init__(self, inner: httpcore.AsyncNetworkStream, backend: _PinnedBackend) -> None:
+        self._inner = inner
+        self._backend = backend
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return await self._inner.read(max_bytes, timeout)
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        if buffer:
+            self._backend.request_sent = True
+        await self._inner.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        tls = await self._inner.start_tls(ssl_context, server_hostname, timeout)
+        return _WatchedStream(tls, self._backend)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
 
 
 class _PinnedBackend(httpcore.AsyncNetworkBackend):
@@ -198,6 +236,8 @@ class _PinnedBackend(httpcore.AsyncNetworkBackend):
         self._host = host
         self._addresses = addresses
         self._inner = httpcore.AnyIOBackend()
+        self.request_sent = False
+        """Whether a byte of the request has been written to a connection."""
 
     async def connect_tcp(
         self,
@@ -212,13 +252,14 @@ class _PinnedBackend(httpcore.AsyncNetworkBackend):
         failure: Exception = httpcore.ConnectError("no admitted address")
         for address in self._addresses:
             try:
-                return await self._inner.connect_tcp(
+                stream = await self._inner.connect_tcp(
                     str(address),
                     port,
                     timeout=timeout,
                     local_address=local_address,
                     socket_options=socket_options,
                 )
+                return _WatchedStream(stream, self)
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as error:
                 failure = error
         raise failure
@@ -256,14 +297,20 @@ class PinnedTransport(httpx.AsyncBaseTransport):
     """
 
     def __init__(self, host: str, addresses: Sequence[Address], ssl_context: ssl.SSLContext):
+        self._backend = _PinnedBackend(host, addresses)
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=ssl_context,
             max_connections=1,
             http1=True,
             http2=False,
             retries=0,
-            network_backend=_PinnedBackend(host, addresses),
+            network_backend=self._backend,
         )
+
+    @property
+    def request_sent(self) -> bool:
+        """Whether a byte of the request has been written to the connection."""
+        return self._backend.request_sent
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         assert isinstance(request.stream, httpx.AsyncByteStream)
@@ -492,13 +539,20 @@ class NetworkGuard:
         while True:
             try:
                 addresses = await self._addresses(target)
-            except URLRefused as error:
+            except NetworkError as error:
                 if not redirects:
+                    error.request_sent = False
+                if not redirects or not isinstance(error, URLRefused):
                     raise
                 raise _redirect_refused(error) from error
-            status, response_headers, body = await self._hop(
-                method, target, addresses, send_headers, content, limits, on_progress
-            )
+            try:
+                status, response_headers, body = await self._hop(
+                    method, target, addresses, send_headers, content, limits, on_progress
+                )
+            except NetworkError as error:
+                if redirects:
+                    error.request_sent = True  # an earlier hop's request was sent
+                raise
             location = response_headers.get("location")
             if status not in REDIRECT_STATUSES or location is None or limits.max_redirects == 0:
                 return GuardedResponse(
@@ -551,11 +605,16 @@ class NetworkGuard:
         )
         transport = self._transport or PinnedTransport(target.host, addresses, self._ssl_context)
         try:
-            async with asyncio.timeout(timeout):
-                with _mapped_errors():
-                    return await self._exchange(transport, request, limits, on_progress)
-        except TimeoutError as error:
-            raise NetworkTimeout(f"no complete response within {timeout:g} s") from error
+            try:
+                async with asyncio.timeout(timeout):
+                    with _mapped_errors():
+                        return await self._exchange(transport, request, limits, on_progress)
+            except TimeoutError as error:
+                raise NetworkTimeout(f"no complete response within {timeout:g} s") from error
+        except NetworkError as error:
+            if isinstance(transport, PinnedTransport):
+                error.request_sent = transport.request_sent
+            raise
         finally:
             if self._transport is None:
                 with contextlib.suppress(Exception):

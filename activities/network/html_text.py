@@ -4,16 +4,24 @@ What a reader would see, roughly: no script, style, noscript, template, svg or i
 elements marked hidden (``hidden``, ``aria-hidden="true"``, inline ``display:none`` /
 ``visibility:hidden``, ``<input type=hidden>``), block elements as line breaks, whitespace
 collapsed. Pure and CPU-bound: callers run it off the event loop.
+
+Bounded in time: the standard library's parser, on the Pythons this project runs on, is quadratic
+on some malformed input when it is closed (each unterminated ``<a b='`` or ``<!--`` rescans the
+rest of the document), so ``extract`` raises :class:`TooSlow` once ``EXTRACT_SECONDS`` have
+passed, checked at every piece of text and tag the parser reports.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
 MAX_TITLE_CHARS = 1_000
+EXTRACT_SECONDS = 10.0
+"""The most time extraction may take; a 4 MB page of ordinary markup takes about 1.5 s."""
 MAX_DEPTH = 1_024
 """Elements nested deeper than this are not tracked (their text still counts, hidden or not is
 inherited from the deepest tracked ancestor), so a hostile document cannot grow the stack."""
@@ -89,6 +97,10 @@ _SPACES = re.compile(r"[^\S\n]+")
 _NEWLINES = re.compile(r"[\r\n]+")
 
 
+class TooSlow(ValueError):
+    """Extraction ran past its deadline (hostile or badly malformed markup)."""
+
+
 @dataclass(frozen=True)
 class Extracted:
     """What ``extract`` found."""
@@ -124,8 +136,9 @@ _ROOT = _Open(tag="", hidden=False, pre=False, foreign=False)
 
 
 class _Reader(HTMLParser):
-    def __init__(self) -> None:
+    def __init__(self, seconds: float) -> None:
         super().__init__(convert_charrefs=True)
+        self._deadline = time.monotonic() + seconds
         self.parts: list[str] = []
         self.title: list[str] = []
         self._in_title = False
@@ -139,7 +152,12 @@ class _Reader(HTMLParser):
     def _top(self) -> _Open:
         return self._open[-1] if self._open else _ROOT
 
+    def _check_time(self) -> None:
+        if time.monotonic() > self._deadline:
+            raise TooSlow("html took too long to extract (malformed markup?)")
+
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._check_time()
         top = self._top
         if tag == "title" and not self._title_done and not top.foreign:
             self._in_title = True
@@ -159,6 +177,7 @@ class _Reader(HTMLParser):
             self.parts.append("\n")
 
     def handle_endtag(self, tag: str) -> None:
+        self._check_time()
         if tag == "title" and self._in_title:
             self._in_title = False
             self._title_done = True
@@ -174,6 +193,7 @@ class _Reader(HTMLParser):
                 return
 
     def handle_data(self, data: str) -> None:
+        self._check_time()
         if self._in_title:
             self.title.append(data)
         elif not self._top.hidden:
@@ -187,9 +207,10 @@ def collapse(text: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def extract(html: str) -> Extracted:
-    """The readable text and the first ``<title>`` of ``html``."""
-    reader = _Reader()
+def extract(html: str, seconds: float | None = None) -> Extracted:
+    """The readable text and the first ``<title>`` of ``html``; ``TooSlow`` after ``seconds``
+    (``EXTRACT_SECONDS`` when None)."""
+    reader = _Reader(EXTRACT_SECONDS if seconds is None else seconds)
     reader.feed(html)
     reader.close()
     title = collapse("".join(reader.title).replace("\n", " "))[:MAX_TITLE_CHARS] or None

@@ -264,3 +264,77 @@ def make_blob_database(path: Path, size: int) -> Path:
     connection.commit()
     connection.close()
     return path
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT trim(printf('%.200000c', 'a'), printf('%.50000c', 'b') || 'a')",
+        "SELECT ltrim(printf('%.200000c', 'a'), printf('%.50000c', 'b') || 'a')",
+        "SELECT rtrim(printf('%.200000c', 'a'), printf('%.50000c', 'b') || 'a')",
+        "SELECT printf('%.1000000c', 'a') LIKE '%' || printf('%.20000c', 'a') || 'b'",
+        "SELECT printf('%.1000000c', 'a') LIKE '%' || printf('%.20000c', 'a') || 'b' ESCAPE '!'",
+        "SELECT printf('%.1000000c', 'a') GLOB '*' || printf('%.20000c', 'a') || 'b'",
+        "SELECT instr(printf('%.1000000c', 'a'), printf('%.500000c', 'a') || 'b')",
+        "SELECT replace(printf('%.1000000c', 'a'), printf('%.500000c', 'a') || 'b', '')",
+    ],
+)
+async def test_one_function_call_longer_than_the_deadline_is_refused(
+    database: Path, sql: str
+) -> None:
+    """SQLite runs the progress handler between instructions, never inside a function: one call
+    of these, quadratic in their arguments, would run for seconds to minutes past the deadline
+    (and a cancellation would wait for it)."""
+    started = time.monotonic()
+    error = await failure(tools_for(database, timeout_seconds=0.5), sql)
+    assert time.monotonic() - started < 1.5
+    assert error.type == ErrorCode.INVALID_ARGUMENTS
+    assert error.details[0]["fixable_args"] == ["sql"]
+    assert "would run too long; use shorter values or patterns" in error.message
+
+
+async def test_many_slow_calls_in_one_row_stop_at_the_deadline(database: Path) -> None:
+    """Each call is allowed, but together, with no instruction between them where the progress
+    handler could run, they would take about 15 s."""
+    calls = ", ".join(["instr(h, n)"] * 200)
+    started = time.monotonic()
+    error = await failure(
+        tools_for(database, timeout_seconds=0.3),
+        "WITH t(h, n) AS (SELECT printf('%.400000c', 'a'), printf('%.20000c', 'a') || 'b') "
+        f"SELECT {calls} FROM t",
+    )
+    assert error.type == ErrorCode.TIMED_OUT
+    assert time.monotonic() - started < 1.5
+
+
+async def test_the_guarded_functions_give_sqlites_own_results(database: Path) -> None:
+    expressions = [
+        "'abc' LIKE 'A%'",
+        "'Äbc' LIKE 'ä%'",
+        "'a_c' LIKE 'a!_c' ESCAPE '!'",
+        "'abc' LIKE NULL",
+        "12345 LIKE '%34%'",
+        "X'616263' LIKE 'a%'",
+        "'abc' GLOB 'a*'",
+        "'abc' GLOB 'A*'",
+        "glob('[a-c]?c', 'abc')",
+        "trim('xxaxx', 'x')",
+        "ltrim(12300, 1)",
+        "rtrim(12300.5, '05.')",
+        "trim(NULL, 'x')",
+        "instr('hello', 'l')",
+        "instr(X'010203', X'03')",
+        "instr(1.5, '.')",
+        "instr('abc', NULL)",
+        "replace('a-b-c', '-', '+')",
+        "replace(1.25, '.', ',')",
+        "typeof(replace(X'41', 'A', 'B'))",
+        "replace('abc', '', 'x')",
+    ]
+    sql = f"SELECT {', '.join(expressions)}"
+    result = await query(tools_for(database), sql)
+    plain = sqlite3.connect(":memory:")
+    assert result.rows == [list(plain.execute(sql).fetchone())]
+    plain.close()
+    error = await failure(tools_for(database), "SELECT 'a' LIKE 'a' ESCAPE 'xy'")
+    assert error.message == "query_database: sql: ESCAPE expression must be a single character"

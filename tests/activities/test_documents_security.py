@@ -5,9 +5,12 @@ process left behind."""
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import sys
+import threading
 import time
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +20,9 @@ from temporalio.exceptions import ApplicationError, CancelledError
 
 from activities.documents import extract
 from activities.documents.models import ReadDocumentArgs, ReadDocumentResult
-from activities.documents.tools import DocumentTools
+from activities.documents.settings import DocumentSettings
+from activities.documents.tools import MAX_RESULT_BYTES, DocumentTools
+from activities.files.paths import Located, Roots
 from tests.support.documents import (
     BILLION_LAUGHS,
     CALL,
@@ -37,6 +42,7 @@ from tests.support.documents import (
     pdf_pages,
     read,
     rewrite_zip,
+    search,
     text_content,
     text_pdf,
     xlsx_file,
@@ -344,3 +350,74 @@ def test_the_parser_confines_itself() -> None:
         check=True,
     ).stdout
     assert out.strip() == "(300000000, 300000000) (7, 8) (0, 0)"
+
+
+async def test_a_sheet_title_cannot_inflate_locations(root: Path) -> None:
+    # A hand-made workbook may name a sheet with 20,000 characters; every section and match
+    # of the sheet repeats its name, which no character limit charges.
+    data = xlsx_file({"S": [["v"], [None]] * 100})
+    workbook = zipfile.ZipFile(io.BytesIO(data)).read("xl/workbook.xml")
+    workbook = workbook.replace(b'name="S"', b'name="' + b"T" * 20_000 + b'"')
+    (root / "a.xlsx").write_bytes(rewrite_zip(data, {"xl/workbook.xml": workbook}))
+    with document_tools(root) as tools:
+        result = await read(tools, root / "a.xlsx")
+        found = await search(tools, root / "a.xlsx", "v", max_results=100)
+    assert len(result.sections) == 100
+    assert result.sections[0].location == f"sheet {'T' * 31} row 1"
+    assert len(result.model_dump_json()) < 20_000
+    assert len(found.matches) == 100
+    assert found.matches[0].location == f"sheet {'T' * 31} row 1 column 1"
+
+
+async def test_read_results_stay_under_the_payload_cap_at_the_character_ceiling(
+    root: Path,
+) -> None:
+    # One control character a row costs one character and eleven JSON bytes (["\u0001"],).
+    (root / "a.csv").write_bytes(b"a\n\n" + b"\x01\n" * 100_000)
+    with document_tools(root, max_output_chars=100_000) as tools:
+        result = await read(tools, root / "a.csv")
+    assert len(result.model_dump_json().encode()) <= MAX_RESULT_BYTES
+    assert [section.location for section in result.sections] == ["row 1"]
+    assert result.truncated is True
+
+
+class SlowRoots(Roots):
+    """Real roots whose opens wait until the test lets them go (a slow filesystem)."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__([root])
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def open(self, path: str | Located, flags: int = os.O_RDONLY, mode: int = 0) -> int:
+        self.entered.set()
+        self.release.wait(10)
+        return super().open(path, flags, mode)
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+async def test_cancellation_while_opening_closes_the_descriptor(root: Path) -> None:
+    (root / "a.txt").write_text("text")
+    roots = SlowRoots(root)
+    try:
+        tools = DocumentTools(DocumentSettings(roots=[root]), roots)
+        before = open_fds()
+        task = asyncio.ensure_future(
+            tools.read_document(ReadDocumentArgs(path=f"{root}/a.txt"), CALL)
+        )
+        assert await asyncio.to_thread(roots.entered.wait, 5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        roots.release.set()
+        for _ in range(50):
+            await asyncio.sleep(0.02)
+            if open_fds() == before:
+                break
+        assert open_fds() == before
+    finally:
+        roots.release.set()
+        roots.close()

@@ -43,7 +43,8 @@ def test_a_table_declares_a_tool_enabled_by_listing_it(tmp_path: Path) -> None:
     # A write-class tool gets one attempt even for its GETs; a read-only tool may be retried.
     assert catalog.options("app_api").maximum_attempts == 1
     assert catalog.options("status_api").maximum_attempts == 3
-    assert catalog.options("app_api").start_to_close == timedelta(seconds=30)
+    # timeout_seconds, the DNS lookup's own 10 s bound, and a 10 s margin.
+    assert catalog.options("app_api").start_to_close == timedelta(seconds=40)
     assert catalog.options("app_api").heartbeat == timedelta(seconds=10)
     assert app.has_prepare
     assert status.has_prepare

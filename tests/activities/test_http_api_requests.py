@@ -7,6 +7,7 @@ call is refused.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import socket
@@ -16,6 +17,8 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from activities.catalog import MAX_PAYLOAD_BYTES
+from activities.network import guard as guard_module
+from activities.network.guard import NetworkGuard, any_address
 from activities.network.http_api import USER_AGENT, HttpRequestArgs, HttpTools, arguments_model
 from activities.network.settings import HttpToolSettings
 from tests.support.http_api_servers import (
@@ -103,6 +106,18 @@ async def test_secret_headers_come_from_the_environment_when_the_call_runs() -> 
     assert SECRET not in prepared.model_dump_json()
     assert SECRET not in result.model_dump_json()
     assert result.body == {"id": 7}
+
+
+async def test_an_idempotency_key_with_any_characters_becomes_a_valid_header() -> None:
+    with recording_api({"/api/v1/items": Reply(status=201)}) as api:
+        config = settings(api, idempotency_header="Idempotency-Key")
+        tools = HttpTools(config, environ={})
+        for call_id in ("appel-é 1", "a\r\nX-Evil: 1"):
+            await execute(tools, args(config, method="POST", path="items"), call_id=call_id)
+    first, second = api.requests
+    assert first.headers["idempotency-key"] == "wf-http:appel-%C3%A9%201"
+    assert second.headers["idempotency-key"] == "wf-http:a%0D%0AX-Evil:%201"
+    assert "x-evil" not in second.headers
 
 
 @pytest.mark.parametrize("environ", [{}, {"APP_TOKEN": ""}, {"APP_TOKEN": "a\r\nX-Evil: 1"}])
@@ -319,3 +334,40 @@ async def test_a_refused_connection_is_a_plain_failure_even_for_a_write() -> Non
     assert write.non_retryable is True
     assert read.type == ErrorCode.EXECUTION_FAILED
     assert read.non_retryable is False
+
+
+async def test_a_write_that_times_out_before_it_is_sent_is_not_uncertain(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The service accepts the connection and never completes the TLS handshake: the deadline runs
+    # out before a byte of the request is written, so the service cannot have applied it.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        config = HttpToolSettings(
+            name="app_api",
+            base_url=f"https://127.0.0.1:{silent.getsockname()[1]}/",
+            allowed_methods=["GET", "POST"],
+            timeout_seconds=0.3,
+        )
+        write = await failure(
+            HttpTools(config, environ={}), args(config, method="POST", path="x", body=1)
+        )
+    assert write.type == ErrorCode.TIMED_OUT
+    assert write.non_retryable is True
+
+    # A lookup that runs out of time: nothing was sent either.
+    async def stuck(host: str, port: int) -> list[Any]:
+        await asyncio.sleep(5)
+        return []
+
+    monkeypatch.setattr(guard_module, "DNS_TIMEOUT_SECONDS", 0.2)
+    config = HttpToolSettings(
+        name="app_api", base_url="https://api.test/", allowed_methods=["GET", "POST"]
+    )
+    guarded = NetworkGuard(resolver=stuck, admit=any_address, allowed_ports=None)
+    write = await failure(
+        HttpTools(config, guard=guarded, environ={}), args(config, method="POST", path="x", body=1)
+    )
+    assert write.type == ErrorCode.TIMED_OUT
+    assert "dns lookup" in write.message

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import ipaddress
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -18,8 +19,10 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.base import CallContext
+from activities.network import html_text
 from activities.network.fetch import FetchTools, FetchUrlArgs, FetchUrlResult, charset
 from activities.network.guard import Limits, NetworkGuard, any_address
+from activities.network.html_text import TooSlow, extract
 from activities.network.settings import FetchSettings
 from tests.support.http_servers import MapResolver, drip, redirect, serve, text
 from workflows.models import ErrorCode
@@ -301,3 +304,28 @@ async def test_a_canceled_fetch_stops_mid_transfer() -> None:
         env.cancel()
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(call, 2)
+
+
+def test_html_extraction_is_bounded_in_time_on_markup_the_parser_is_quadratic_on() -> None:
+    # html.parser rescans the rest of the document for each unterminated tag when it is closed:
+    # 180 KB of these took 80 s before extraction had a deadline.
+    hostile = "<a b='" * 30_000
+    started = time.monotonic()
+    with pytest.raises(TooSlow):
+        extract(hostile, seconds=0.5)
+    assert time.monotonic() - started < 5
+    assert extract("<p>fine</p>", seconds=0.5).text == "fine"
+
+
+async def test_a_page_that_takes_too_long_to_extract_is_a_permanent_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(html_text, "EXTRACT_SECONDS", 0.5)
+    page = "<title>t</title>" + "<!--" * 60_000
+    with serve({"/": text(page, "text/html")}) as server:
+        started = time.monotonic()
+        error = await refused(loopback_tools(), server.url("/", host="site.test"))
+    assert time.monotonic() - started < 5
+    assert error.type == ErrorCode.EXECUTION_FAILED
+    assert "took too long" in error.message
+    assert error.non_retryable

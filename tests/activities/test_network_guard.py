@@ -20,13 +20,15 @@ from activities.network.guard import (
     Address,
     Limits,
     NetworkGuard,
+    NetworkTimeout,
     PinnedTransport,
     TransportFailed,
     URLRefused,
     any_address,
     public_only,
+    system_resolver,
 )
-from tests.support.http_servers import MapResolver, certificates, serve, text
+from tests.support.http_servers import MapResolver, certificates, drip, serve, text
 
 LIMITS = Limits(timeout_seconds=5, max_bytes=1_000_000, max_decoded_bytes=1_000_000)
 
@@ -226,3 +228,32 @@ async def test_cancellation_closes_the_connection() -> None:
         with pytest.raises(asyncio.CancelledError):
             await task
     assert server.connections == 0
+
+
+async def test_a_host_name_the_system_resolver_cannot_encode_is_refused() -> None:
+    # Empty or over-long labels pass the URL parser but fail the idna codec inside getaddrinfo.
+    for host in ("a" * 64 + ".example", "a..b.example"):
+        with pytest.raises(URLRefused, match="not a valid host name"):
+            await system_resolver(host, 80)
+
+
+async def test_the_guard_says_whether_the_request_may_have_been_sent() -> None:
+    # A listener that accepts and never answers the TLS handshake: the deadline runs out before
+    # a byte of the request is written. A server that answers late has the request already.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        port = silent.getsockname()[1]
+        resolver = MapResolver({"site.test": ["127.0.0.1"]})
+        quick = Limits(timeout_seconds=0.3, max_bytes=1_000, max_decoded_bytes=1_000)
+        with pytest.raises(NetworkTimeout) as handshake:
+            await guard(resolver).request("POST", f"https://site.test:{port}/", limits=quick)
+        assert handshake.value.request_sent is False
+    with pytest.raises(URLRefused) as unresolved:
+        await guard(MapResolver({})).request("POST", "http://nowhere.test/", limits=quick)
+    assert unresolved.value.request_sent is False
+    with serve({"/": drip(0.05)}) as server, pytest.raises(NetworkTimeout) as late:
+        await guard(resolver).request(
+            "POST", server.url("/", host="site.test"), limits=quick, content=b"{}"
+        )
+    assert late.value.request_sent is True

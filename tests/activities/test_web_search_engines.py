@@ -14,7 +14,7 @@ import pytest
 
 from activities.network.search import duckduckgo, wikipedia
 from activities.network.search.engine import UnexpectedAnswer
-from activities.network.search.models import MAX_SNIPPET_CHARS, MAX_TITLE_CHARS
+from activities.network.search.models import MAX_SNIPPET_CHARS, MAX_TITLE_CHARS, MAX_URL_CHARS
 from activities.network.search.text import result_url
 from tests.support.web_search import (
     BRAVE_HOST,
@@ -295,6 +295,14 @@ async def test_wikipedia_keys_cannot_leave_the_article_path() -> None:
     assert (
         wikipedia.article_url("100%2F_x?y#z") == "https://en.wikipedia.org/wiki/100%252F_x%3Fy%23z"
     )
+
+
+def test_wikipedia_urls_stay_within_the_url_bound() -> None:
+    # 300 characters are a short enough key, but percent-encoded they are 2,700.
+    pages = [{"title": "Long", "key": "\u5b57" * 300}, {"title": "Short", "key": "Short"}]
+    page = wikipedia.parse(json.dumps({"pages": pages}).encode(), 5)
+    assert [hit.url for hit in page.hits] == ["https://en.wikipedia.org/wiki/Short"]
+    assert all(len(hit.url) <= MAX_URL_CHARS for hit in page.hits)
 
 
 @pytest.mark.parametrize("hostile", [b"<a " * 600_000, b"</" * 900_000, b"<" * 1_900_000])

@@ -173,6 +173,15 @@ def test_retry_after_reads_seconds_and_dates() -> None:
     assert retry_after(None) is None
 
 
+def test_retry_after_reads_leading_zeros_and_huge_delays_by_their_value() -> None:
+    assert retry_after("0000000090") == timedelta(seconds=90)
+    assert retry_after("00000000000000000007") == timedelta(seconds=7)
+    huge = retry_after("9" * 5000)
+    assert huge is not None
+    assert huge > timedelta(days=365)
+    assert retry_after("0") == timedelta(0)
+
+
 @pytest.mark.parametrize(("status", "retryable"), [(500, True), (503, True), (404, False)])
 async def test_provider_errors(status: int, retryable: bool) -> None:
     providers = Providers()
@@ -224,6 +233,16 @@ async def test_a_duckduckgo_challenge_is_reported_not_retried_or_bypassed(status
     assert "challenge" in error.message
     assert 'engine="wikipedia"' in error.message
     assert len(providers.requests) == 1
+
+
+async def test_a_challenge_marked_only_by_an_id_is_reported_as_a_challenge() -> None:
+    providers = Providers()
+    providers.answer(DDG_HOST, content=b'<html><body><div id="anomaly-modal"></div></body></html>')
+    error = await failure(
+        providers.tools(), ErrorCode.EXECUTION_FAILED, query="q", engine="duckduckgo"
+    )
+    assert "human-verification challenge" in error.message
+    assert 'engine="wikipedia"' in error.message
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ import hashlib
 import os
 from collections.abc import Mapping
 from datetime import timedelta
+from urllib.parse import quote
 
 import httpcore
 import httpx
@@ -16,6 +17,7 @@ from activities.catalog import Timeouts, ToolSpec
 from activities.errors import tool_error
 from activities.heartbeat import Heartbeat
 from activities.network.guard import (
+    DNS_TIMEOUT_SECONDS,
     Limits,
     NetworkError,
     NetworkGuard,
@@ -37,12 +39,17 @@ from activities.network.http_paths import PathProblem, build_url, check_header_v
 from activities.network.settings import HTTP_READ_METHODS, HttpToolSettings
 from workflows.models import ErrorCode, Prepared, PreviewArtifact, SideEffect
 
+IDEMPOTENCY_SAFE = ":/-_.~@+=!$&'()*,;"
+"""Characters of an idempotency key sent as they are; anything else (non-ASCII, spaces, control
+characters) is percent-encoded, so every workflow and call id gives a valid, stable header."""
+
 PREVIEW_BODY_CHARS = 65_536
 """The body text an approval preview shows; the exact body is in the request's arguments too."""
 USER_AGENT = "toolcalls-http/0.1"
 """Sent unless the deployment configures its own ``User-Agent``."""
 EXECUTION_MARGIN = timedelta(seconds=10)
-"""Past the request timeout: reading the environment, decoding the body, reporting."""
+"""Past the lookup and the request timeout: reading the environment, decoding the body,
+reporting."""
 HEARTBEAT = timedelta(seconds=10)
 
 
@@ -186,7 +193,8 @@ class HttpTools:
         if args.body is not None:
             headers["Content-Type"] = "application/json"
         if s.idempotency_header and args.method not in HTTP_READ_METHODS:
-            headers[s.idempotency_header] = call.idempotency_key
+            # Workflow and call ids may hold any character; a header value may not.
+            headers[s.idempotency_header] = quote(call.idempotency_key, safe=IDEMPOTENCY_SAFE)
         return headers
 
     def _failure(self, method: str, exc: NetworkError) -> Exception:
@@ -216,7 +224,10 @@ class HttpTools:
 
 
 def _nothing_sent(exc: NetworkError) -> bool:
-    """Whether the failure happened before a byte of the request could leave (connect errors)."""
+    """Whether the failure happened before a byte of the request could leave (a failed lookup
+    or connection, a deadline that ran out before the request was written)."""
+    if exc.request_sent is not None:
+        return not exc.request_sent
     cause = exc.__cause__
     return isinstance(
         cause,
@@ -247,7 +258,10 @@ def http_tool_spec(settings: HttpToolSettings) -> ToolSpec:
         side_effect=SideEffect.WRITE if settings.writes else SideEffect.READ,
         capabilities=http_capabilities,
         timeouts=Timeouts(
-            start_to_close=timedelta(seconds=settings.timeout_seconds) + EXECUTION_MARGIN,
+            # The lookup has its own bound outside the request's: the tool reports its own
+            # timeout before Temporal's start-to-close ends the attempt (uncertain for a write).
+            start_to_close=timedelta(seconds=settings.timeout_seconds + DNS_TIMEOUT_SECONDS)
+            + EXECUTION_MARGIN,
             heartbeat=HEARTBEAT,
         ),
         family=HttpTools.family_for(settings),

@@ -107,7 +107,8 @@ class _ResultsPage(HTMLParser):
         values = dict(attrs)
         classes = (values.get("class") or "").split()
         ident = values.get("id") or ""
-        if any(m in ident.lower() or m in c.lower() for m in _CHALLENGE_MARKERS for c in classes):
+        names = [ident.lower(), *(c.lower() for c in classes)]
+        if any(m in name for m in _CHALLENGE_MARKERS for name in names):
             self.challenge = True
         if tag == "form" and "anomaly" in (values.get("action") or ""):
             self.challenge = True

@@ -207,7 +207,8 @@ def retry_after(value: str | None, now: datetime | None = None) -> timedelta | N
         return None
     value = value.strip()
     if value.isascii() and value.isdigit():
-        return timedelta(seconds=int(value[:9]))
+        # Ten significant digits are over 300 years already; more would only make int() slow.
+        return timedelta(seconds=int(value.lstrip("0")[:10] or "0"))
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):

@@ -16,6 +16,7 @@ from activities.network.search.models import (
     MAX_DESCRIPTION_CHARS,
     MAX_SNIPPET_CHARS,
     MAX_TITLE_CHARS,
+    MAX_URL_CHARS,
     SearchHit,
     WebSearchArgs,
 )
@@ -62,11 +63,15 @@ def _hit(page: Any) -> SearchHit | None:
         key = title.replace(" ", "_")
     if len(key) > MAX_KEY_CHARS:
         return None
+    # Percent-encoding can make a key nine times longer: the URL bound applies here too.
+    url = article_url(key)
+    if len(url) > MAX_URL_CHARS:
+        return None
     excerpt = page.get("excerpt")
     description = page.get("description")
     return SearchHit(
         title=clip(title, MAX_TITLE_CHARS),
-        url=article_url(key),
+        url=url,
         snippet=plain_text(excerpt, MAX_SNIPPET_CHARS) if isinstance(excerpt, str) else "",
         sponsored=False,
         description=clip(description, MAX_DESCRIPTION_CHARS) or None
