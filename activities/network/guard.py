@@ -187,6 +187,8 @@ async def system_resolver(host: str, port: int) -> Sequence[Address]:
     try:
         infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as error:
+        if error.errno == socket.EAI_AGAIN:  # the resolver did not answer: worth another try
+            raise TransportFailed(f"lookup of {host} failed for now; try again") from error
         raise URLRefused(f"url: host {host} does not resolve") from error
     except UnicodeError as error:  # the idna codec: an empty label, or one over 63 characters
         raise URLRefused(f"url: host {host} is not a valid host name") from error

@@ -92,6 +92,19 @@ async def test_a_name_that_does_not_resolve_is_refused() -> None:
         await guard(MapResolver({})).request("GET", "http://nowhere.test/", limits=LIMITS)
 
 
+async def test_a_lookup_the_resolver_cannot_answer_now_is_transient(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def unavailable(*args: object, **kwargs: object) -> object:
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(asyncio.get_running_loop(), "getaddrinfo", unavailable)
+    with pytest.raises(TransportFailed, match="failed for now") as caught:
+        await system_resolver("example.org", 443)
+    assert caught.value.transient
+    assert caught.value.request_sent is None
+
+
 async def test_tls_verifies_the_original_host_name_while_pinned_to_loopback() -> None:
     certs = certificates()
     with serve({"/": text("secure")}, tls=certs.server("site.test")) as server:
