@@ -122,6 +122,8 @@ class NetworkError(Exception):
     """Whether a byte of the request may have reached a server: False when certainly not (the
     lookup or the connection failed, or the deadline ran out before the request was written),
     True when it may have, None when the guard cannot tell (an injected transport)."""
+    status_code: int | None = None
+    """The status of the response the failure interrupted (its body), if one had arrived."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -644,14 +646,18 @@ class NetworkGuard:
             assert isinstance(stream, httpx.AsyncByteStream)
             # The stream itself, not aiter_raw: a MockTransport response has already been read
             # (and decoded) by httpx, but its stream still yields the bytes as sent.
-            async for chunk in stream:
-                wire += len(chunk)
-                if wire > limits.max_bytes:
-                    raise TooLarge(f"body exceeds {limits.max_bytes} bytes")
-                parts.append(decoder.decode(chunk))
-                if on_progress is not None:
-                    on_progress(wire)
-            parts.append(decoder.flush())
+            try:
+                async for chunk in stream:
+                    wire += len(chunk)
+                    if wire > limits.max_bytes:
+                        raise TooLarge(f"body exceeds {limits.max_bytes} bytes")
+                    parts.append(decoder.decode(chunk))
+                    if on_progress is not None:
+                        on_progress(wire)
+                parts.append(decoder.flush())
+            except NetworkError as error:
+                error.status_code = status
+                raise
             return status, response.headers, b"".join(parts)
         finally:
             await response.aclose()

@@ -274,6 +274,18 @@ async def test_the_response_limit_applies_to_the_decoded_body() -> None:
     assert "1000" in error.message
 
 
+async def test_a_write_answered_with_too_much_says_the_service_answered() -> None:
+    routes = {"/api/v1/orders": Reply(status=201, body=b"x" * 1_001)}
+    with recording_api(routes) as api:
+        config = settings(api, max_response_bytes=1_000, allowed_methods=["GET", "POST"])
+        tools = HttpTools(config, environ={})
+        error = await failure(tools, args(config, method="POST", path="orders", body={"n": 1}))
+    assert error.type == ErrorCode.OUTPUT_TOO_LARGE
+    assert error.message.endswith("(the service answered 201)")
+    assert error.details[0]["output"] == {"status_code": 201}
+    assert len(api.requests) == 1
+
+
 async def test_a_large_binary_body_is_cut_to_fit_the_result_payload() -> None:
     raw = bytes(range(256)) * 4_096  # 1 MiB: 1.4 MB as base64
     reply = Reply(body=raw, content_type="application/octet-stream")

@@ -204,9 +204,13 @@ class HttpTools:
         if isinstance(exc, URLRefused):
             return tool_error(ErrorCode.CONFIGURATION_ERROR, f"{name}: {reason}")
         if isinstance(exc, TooLarge):
+            # The service did answer: say with what, so a write is not sent again blindly.
+            answered = f" (the service answered {exc.status_code})" if exc.status_code else ""
             return tool_error(
                 ErrorCode.OUTPUT_TOO_LARGE,
-                f"{name}: response {reason}; the limit is {self._settings.max_response_bytes}",
+                f"{name}: response {reason}; the limit is {self._settings.max_response_bytes}"
+                f"{answered}",
+                output={"status_code": exc.status_code},
             )
         write = method not in HTTP_READ_METHODS
         if write and not _nothing_sent(exc):
