@@ -137,7 +137,11 @@ class ExecuteCommandArgs(ToolArgs):
     def _cwd(cls, cwd: str) -> str:
         if "\0" in cwd:
             raise ValueError("contains a NUL byte")
-        if len(cwd.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+        try:
+            size = len(cwd.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise ValueError("not valid Unicode text") from None
+        if size > MAX_PATH_BYTES:
             raise ValueError(f"longer than {MAX_PATH_BYTES} bytes")
         if not cwd.startswith("/"):
             raise ValueError(f"{cwd[:100]!r} is not an absolute path")

@@ -126,7 +126,11 @@ class ProcessLedger:
             "owner_start": _start_time(owner),
             "boot": _boot_id(),
         }
-        (self.directory / str(pgid)).write_text(json.dumps(entry), encoding="ascii")
+        # Written aside and renamed into place: a worker reaping the directory meanwhile must never
+        # read a half-written entry (it would name no owner, and be removed or even acted on).
+        partial = self.directory / f".{pgid}.{owner}.tmp"
+        partial.write_text(json.dumps(entry), encoding="ascii")
+        os.replace(partial, self.directory / str(pgid))
 
     def forget(self, pgid: int) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -270,6 +274,10 @@ async def run_process(
     except asyncio.CancelledError:
         canceled = True
         await asyncio.shield(_kill_group(process, kill_grace))
+    except BaseException:
+        # Anything else (the ledger's write failing, say) still leaves no process behind.
+        await asyncio.shield(_kill_group(process, 0.0))
+        raise
     finally:
         await _finish_drains(drains)
         if ledger is not None and recorded is not None:

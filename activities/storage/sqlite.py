@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -186,17 +187,40 @@ class SQLiteStorage:
         db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False, timeout=0)
         try:
             if not self._ready:
-                self._initialise(db)
+                self._initialise_when_free(db)
         except BaseException:
             db.close()
             raise
         return db
 
+    def _initialise_when_free(self, db: sqlite3.Connection) -> None:
+        """``_initialise``, retried while other connections hold the file.
+
+        Switching a new file to WAL and creating the table take locks for which SQLite may answer
+        ``SQLITE_BUSY`` at once, without waiting in the busy handler (several workers, or several
+        storages of one worker, opening a new file together), so they are retried here, up to the
+        write busy timeout.
+        """
+        deadline = time.monotonic() + self._write_busy / 1000
+        pause = 0.005
+        while True:
+            try:
+                self._initialise(db)
+                return
+            except (sqlite3.OperationalError, StorageUnavailable) as exc:
+                busy = isinstance(exc, _NotYetWal) or (
+                    getattr(exc, "sqlite_errorname", "") in _BUSY
+                )
+                if not busy or time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
+
     def _initialise(self, db: sqlite3.Connection) -> None:
         db.execute(f"PRAGMA busy_timeout = {self._write_busy}")
         (mode,) = db.execute("PRAGMA journal_mode = WAL").fetchone()
         if str(mode).lower() != "wal":
-            raise StorageUnavailable(f"{self._path}: journal mode is {mode}, not wal")
+            raise _NotYetWal(f"{self._path}: journal mode is {mode}, not wal")
         for statement in _SCHEMA:
             db.execute(statement)
         self._ready = True
@@ -207,6 +231,10 @@ class SQLiteStorage:
                 self._idle.append(db)
                 return
         db.close()
+
+
+class _NotYetWal(StorageUnavailable):
+    """The switch to WAL did not take (another connection held the file); worth retrying."""
 
 
 @contextmanager

@@ -78,6 +78,8 @@ def refusal(cfg: Config, arguments: dict[str, Any]) -> ToolError:
         ({"operation": "diff", "paths": [".."]}, ["paths"], "must not contain '..'"),
         ({"operation": "add", "paths": ["a\x00b"]}, ["paths"], "NUL"),
         ({"operation": "diff", "paths": [""]}, ["paths"], "a path is empty"),
+        ({"operation": "status", "paths": ["a\ud800"]}, ["paths"], "not valid Unicode text"),
+        ({"operation": "log", "revision": "a\ud800"}, ["revision"], "not valid Unicode text"),
         ({"operation": "diff", "revision": "--output=/tmp/x"}, ["revision"], "start with '-'"),
         ({"operation": "log", "revision": "-p"}, ["revision"], "start with '-'"),
         ({"operation": "show", "revision": "HEAD -p"}, ["revision"], "whitespace"),

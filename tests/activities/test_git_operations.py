@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shutil
 from pathlib import Path
 
 import pytest
+from temporalio.exceptions import ApplicationError
 
+from activities.catalog import MAX_PAYLOAD_BYTES
+from activities.processes.commands import MAX_RESULT_BYTES
+from activities.processes.settings import MAX_OUTPUT_BYTES
 from tests.support.gitrepo import Repo, git_tools, run_git
+from workflows.models import ErrorCode
 
 FIRST_DATE = "Date:   Thu Jan 2 03:04:05 2020 +0000"
 AUTHOR = "Author: Test <test@example.com>"
@@ -213,3 +219,24 @@ async def test_the_commit_summary_reports_the_new_commit(repo: Repo) -> None:
     )
     assert match is not None
     assert repo.rev("HEAD").startswith(match.group(1))
+
+
+async def test_output_at_the_largest_cap_still_fits_the_payload_cap(repo: Repo) -> None:
+    # Control characters are text to git but cost six bytes each in the result's JSON.
+    repo.commit("big", **{"big.txt": "\x01\n" * 600_000})
+    tools = git_tools(repo, max_output_bytes=MAX_OUTPUT_BYTES)
+    result = await run_git(tools, operation="show", revision="HEAD:big.txt")
+    assert result.exit_code == 0
+    assert result.truncated is True
+    assert len(result.model_dump_json().encode()) <= MAX_RESULT_BYTES < MAX_PAYLOAD_BYTES
+    assert result.stdout.startswith("\x01\n\x01\n")
+
+
+async def test_a_repository_removed_after_start_is_an_execution_failure(repo: Repo) -> None:
+    tools = git_tools(repo)
+    shutil.rmtree(repo.path)
+    with pytest.raises(ApplicationError) as caught:
+        await run_git(tools, operation="log")
+    assert caught.value.type == ErrorCode.EXECUTION_FAILED.value
+    assert caught.value.message.startswith("git: log: cannot run ")
+    assert caught.value.message.endswith(f"in {repo.path}: no such file or directory")

@@ -231,3 +231,27 @@ async def test_the_deployment_home_cannot_bring_global_configuration(
     lab.reset()
     await every_operation(lab, env=env)
     assert lab.ran() == []
+
+
+async def test_repository_colour_settings_put_no_escape_sequences_in_the_output(lab: Lab) -> None:
+    repo = lab.repo
+    for key in ("ui", "status", "advice", "diff", "decorate", "branch"):
+        repo.config(f"color.{key}", "always")
+    repo.write(".gitignore", "ignored\n")
+    repo.write("ignored", "x\n")
+    assert "\x1b[" in repo.git("status", "--short", "--branch")  # the control: plain git colours
+    repo.write("a.txt", "a\nchanged\n")
+    tools = git_tools(repo)
+    outputs = [
+        await run_git(tools, operation="status"),
+        await run_git(tools, operation="add", paths=["ignored"]),  # refused, with hints
+        await run_git(tools, operation="add", paths=["a.txt"]),
+        await run_git(tools, operation="diff", staged=True),
+        await run_git(tools, operation="commit", message="coloured"),
+        await run_git(tools, operation="commit", message="nothing staged"),  # prints a status
+        await run_git(tools, operation="log", max_count=1),
+        await run_git(tools, operation="show"),
+    ]
+    assert "hint:" in outputs[1].stderr
+    assert "Untracked files" in outputs[5].stdout
+    assert [(r.stdout, r.stderr) for r in outputs if "\x1b" in r.stdout + r.stderr] == []

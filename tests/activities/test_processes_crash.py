@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 from temporalio.client import Client
@@ -72,6 +73,36 @@ async def test_reap_leaves_the_groups_of_a_live_worker_alone(tmp_path: Path) -> 
         assert [entry.name for entry in ledger.directory.iterdir()] == [str(group.pid)]
         ledger.forget(group.pid)
         assert list(ledger.directory.iterdir()) == []
+    finally:
+        os.killpg(group.pid, signal.SIGKILL)
+        group.wait()
+
+
+async def test_a_reap_during_a_live_worker_s_record_keeps_its_entry(tmp_path: Path) -> None:
+    group = sleeping_group()
+    try:
+        await eventually(lambda: len(group_of(group)) == 2, what="shell and sleep running")
+        ledger = ProcessLedger(tmp_path / "ledger")
+        ledger.record(group.pid)  # this test process is the live worker sharing the directory
+        entry = ledger.directory / str(group.pid)
+        stop = threading.Event()
+
+        def keep_recording() -> None:
+            while not stop.is_set():
+                ledger.record(group.pid)
+
+        writer = threading.Thread(target=keep_recording)
+        writer.start()
+        try:
+            lost = 0
+            for _ in range(3000):
+                ProcessLedger(ledger.directory).reap()  # a worker starting next to this one
+                lost += not entry.exists()
+        finally:
+            stop.set()
+            writer.join()
+        assert lost == 0  # a half-written entry must not read as an unowned one
+        assert len(group_of(group)) == 2
     finally:
         os.killpg(group.pid, signal.SIGKILL)
         group.wait()

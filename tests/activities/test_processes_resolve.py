@@ -71,6 +71,7 @@ def fixable(error: ApplicationError) -> list[str]:
         ({"env": ["A=1", "A=2"]}, ["env"], "A is given twice"),
         ({"cwd": "../.."}, ["cwd"], "'../..' is not an absolute path"),
         ({"cwd": "/tmp/a\x00b"}, ["cwd"], "contains a NUL byte"),
+        ({"cwd": "/tmp/a\ud800"}, ["cwd"], "not valid Unicode text"),
         ({"timeout_seconds": 0}, ["timeout_seconds"], "greater than 0"),
         ({"max_output_bytes": -1}, ["max_output_bytes"], "greater than 0"),
         ({"argv": ["/bin/echo", "x" * (MAX_ARG_BYTES + 1)]}, ["argv"], "the limit is 131071"),

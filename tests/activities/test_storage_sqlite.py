@@ -170,3 +170,36 @@ def test_a_closed_storage_refuses_work(tmp_path: Path) -> None:
     store.close()
     with pytest.raises(StorageUnavailable, match="closed"):
         store.get("k")
+
+
+def first_writes_together(path: Path, count: int) -> list[BaseException]:
+    """``count`` storages of a new file each make their first write at the same moment."""
+    stores = [SQLiteStorage(path, "ns") for _ in range(count)]
+    start = threading.Barrier(count)
+    errors: list[BaseException] = []
+
+    def first_write(store: SQLiteStorage, n: int) -> None:
+        try:
+            start.wait()
+            store.put(f"k{n}", encode_value(n), ROOMY)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=first_write, args=(s, n)) for n, s in enumerate(stores)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if not errors:
+        assert stores[0].keys("", 0, 100).keys == [f"k{n}" for n in range(count)]
+    for store in stores:
+        store.close()
+    return errors
+
+
+def test_a_new_file_opened_by_many_storages_at_once_initialises_without_busy_errors(
+    tmp_path: Path,
+) -> None:
+    """Switching a new file to WAL can answer SQLITE_BUSY at once: the storage waits instead."""
+    for round_ in range(20):
+        assert first_writes_together(tmp_path / f"fresh-{round_}.db", 8) == []

@@ -63,7 +63,12 @@ def check_path(path: str) -> str:
         raise ValueError("a path is empty")
     if "\x00" in path:
         raise ValueError(f"{path[:100]!r}: contains a NUL byte")
-    if len(path.encode("utf-8", errors="surrogatepass")) > MAX_PATH_BYTES:
+    try:
+        # As the kernel will get it (a lone surrogate other than an escaped byte cannot be).
+        size = len(path.encode("utf-8", errors="surrogateescape"))
+    except UnicodeEncodeError:
+        raise ValueError(f"{path[:100]!r}: not valid Unicode text") from None
+    if size > MAX_PATH_BYTES:
         raise ValueError(f"{path[:100]!r}...: longer than {MAX_PATH_BYTES} bytes")
     if path.startswith("/"):
         raise ValueError(f"{path!r}: must be relative to the repository directory")
@@ -84,6 +89,10 @@ def check_revision(revision: str) -> str:
         raise ValueError(
             f"{revision!r}: a revision must not contain whitespace or control characters"
         )
+    try:
+        revision.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{revision!r}: not valid Unicode text") from None
     return revision
 
 

@@ -62,6 +62,9 @@ SAFE_CONFIG: Sequence[tuple[str, str]] = (
     ("maintenance.auto", "false"),
     ("gc.auto", "0"),
     ("color.ui", "never"),
+    # A command's own colour setting beats color.ui; status and commit have no --no-color.
+    ("color.status", "never"),
+    ("color.advice", "never"),
 )
 """``-c`` overrides before every operation."""
 

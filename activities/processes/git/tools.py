@@ -13,6 +13,7 @@ from temporalio import activity
 from activities.base import CallContext
 from activities.errors import tool_error
 from activities.heartbeat import Heartbeat
+from activities.processes.commands import fit
 from activities.processes.git.args import GitCall
 from activities.processes.git.command import (
     FILTER_LISTING,
@@ -99,6 +100,16 @@ class GitTools:
                 f"git: {args.operation}: {max(budget, 0):.1f} s left of the call's budget: too "
                 "little to run and stop git",
             )
+        try:
+            return await self._run(args, call)
+        except OSError as exc:  # the repository or the executable went away after start
+            raise tool_error(
+                ErrorCode.EXECUTION_FAILED,
+                f"git: {args.operation}: cannot run {self.executable} in {self.cwd}: "
+                f"{(exc.strerror or str(exc)).lower()}",
+            ) from None
+
+    async def _run(self, args: GitCall, call: CallContext) -> ProcessResult:
         async with Heartbeat(operation=args.operation, phase="reading configuration") as beat:
             spec = await self._spec(args)
             approved = (call.precondition or {}).get("process")
@@ -110,7 +121,7 @@ class GitTools:
                 )
             beat.update(phase="running")
             try:
-                return await run_process(
+                result = await run_process(
                     spec,
                     ledger=self.ledger,
                     kill_grace=self.settings.kill_grace_seconds,
@@ -122,6 +133,7 @@ class GitTools:
                 if not isinstance(partial, ProcessResult):
                     raise
                 raise _interrupted(args, partial) from None
+        return fit(result)
 
     def _check_allowed(self, args: GitCall) -> None:
         if args.writes and not self.settings.allow_write:
@@ -229,7 +241,7 @@ def resolve_executable(executable: str, path: str | None) -> str | None:
 
 def _interrupted(args: GitCall, partial: ProcessResult) -> Exception:
     """The error for a run cut short by cancellation or by the worker shutting down."""
-    output = partial.model_dump(mode="json")
+    output = fit(partial).model_dump(mode="json")
     if activity.is_worker_shutdown() and args.writes:
         # The process was killed part-way through a write: the index or the branch may or may
         # not have changed, which is exactly what ``uncertain`` tells the caller.
