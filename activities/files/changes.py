@@ -26,6 +26,7 @@ from activities.files.checkpoints import (
     CheckpointStore,
 )
 from activities.files.paths import PathError, Roots
+from activities.files.reading import path_failure
 from activities.files.settings import FilesSettings
 from workflows.models import ErrorCode
 
@@ -55,9 +56,10 @@ class Workspace:
         try:
             dir_fd, name = self.roots.open_parent(path)
         except PathError as exc:
-            reason = exc.reason
-            if exc.missing:
-                reason = "its directory does not exist (directories are not created)"
+            if not exc.missing:
+                # A permission or resource failure (EACCES, EMFILE, EIO) is not the model's to fix.
+                raise path_failure(tool, exc) from None
+            reason = "its directory does not exist (directories are not created)"
             raise tool_error(
                 ErrorCode.INVALID_ARGUMENTS, f"{tool}: {path}: {reason}", fixable_args=["path"]
             ) from None

@@ -84,10 +84,14 @@ def text_edit(args: EditFileArgs) -> Edit:
                 f"edit_file: {path}: old_text not found (matching is exact and case-sensitive)",
                 fixable_args=["old_text"],
             )
-        if count > 1 and not args.replace_all:
+        # str.count does not count overlapping matches ("aa" in "aaa"): a second one starting
+        # inside the first is still another place the edit could mean.
+        overlapping = count == 1 and text.find(args.old_text, text.find(args.old_text) + 1) >= 0
+        if (count > 1 or overlapping) and not args.replace_all:
+            where = f"{count} times" if count > 1 else "twice (the matches overlap)"
             raise tool_error(
                 ErrorCode.INVALID_ARGUMENTS,
-                f"edit_file: {path}: old_text occurs {count} times; add surrounding text to "
+                f"edit_file: {path}: old_text occurs {where}; add surrounding text to "
                 "make it unique, or set replace_all",
                 fixable_args=["old_text", "replace_all"],
             )

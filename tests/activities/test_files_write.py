@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -151,6 +152,25 @@ async def test_missing_parent_directories_are_not_created(files: Files) -> None:
     assert not (files.root / "no").exists()
 
 
+def test_a_directory_that_cannot_be_opened_for_lack_of_descriptors_is_no_bad_path(
+    files: Files,
+) -> None:
+    # EMFILE (like EACCES or EIO) says nothing about the path: not invalid_arguments.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (0, hard))
+    try:
+        with (
+            pytest.raises(ApplicationError) as info,
+            files.tools.space.parent("create_file", files.path("new.txt")),
+        ):
+            pass
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert info.value.type == ErrorCode.EXECUTION_FAILED.value, info.value.message
+    assert fixable(info.value) == []
+    assert "too many open files" in info.value.message
+
+
 async def test_paths_outside_the_roots_are_refused(files: Files) -> None:
     error = await refused(
         run(
@@ -271,6 +291,20 @@ async def test_edit_refuses_missing_and_ambiguous_matches(files: Files) -> None:
     )
     assert target.read_text() == "1 two 1\n"
     assert result.replacements == 2
+
+
+async def test_edit_refuses_overlapping_matches(files: Files) -> None:
+    # "\n\n" occurs once by str.count in "a\n\n\nb", but starts at two places: ambiguous.
+    target = files.root / "gaps.txt"
+    target.write_text("a\n\n\nb")
+    args = EditFileArgs(path=str(target), old_text="\n\n", new_text="\n--\n")
+    error = await refused(run(files.tools.edit_file, args), ErrorCode.INVALID_ARGUMENTS)
+    assert "occurs twice (the matches overlap)" in error.message
+    assert fixable(error) == ["old_text", "replace_all"]
+    assert target.read_text() == "a\n\n\nb"
+    result = await run(files.tools.edit_file, args.model_copy(update={"replace_all": True}))
+    assert target.read_text() == "a\n--\n\nb"
+    assert result.replacements == 1
 
 
 def test_edit_arguments_refuse_empty_and_no_op_edits() -> None:
