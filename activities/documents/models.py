@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from activities.base import ToolArgs, ToolResult
-from activities.files.paths import PathError, check_path
+from activities.files.paths import lexical_path
 
 MAX_PATH_CHARS = 4_096
 MAX_QUERY_CHARS = 1_000
@@ -25,18 +25,10 @@ _PATH_HELP = (
 )
 
 
-def _lexical_path(value: str) -> str:
-    try:
-        check_path(value)
-    except PathError as exc:
-        raise ValueError(exc.reason) from None
-    return value
-
-
 class ReadDocumentArgs(ToolArgs):
     path: str = Field(min_length=1, max_length=MAX_PATH_CHARS, description=_PATH_HELP)
 
-    _path = field_validator("path")(_lexical_path)
+    _path = field_validator("path")(lexical_path)
 
 
 class SearchDocumentArgs(ToolArgs):
@@ -48,7 +40,7 @@ class SearchDocumentArgs(ToolArgs):
     )
     max_results: int = Field(default=DEFAULT_RESULTS, ge=1, le=MAX_RESULTS)
 
-    _path = field_validator("path")(_lexical_path)
+    _path = field_validator("path")(lexical_path)
 
 
 class Section(ToolResult):

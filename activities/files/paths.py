@@ -182,6 +182,15 @@ def check_path(path: str) -> None:
             raise PathError(path, f"has a component longer than {MAX_NAME_BYTES} bytes")
 
 
+def lexical_path(value: str) -> str:
+    """A pydantic validator: ``value`` if ``check_path`` accepts it, else ``ValueError``."""
+    try:
+        check_path(value)
+    except PathError as exc:
+        raise ValueError(exc.reason) from None
+    return value
+
+
 def regular_file(fd: int, path: str) -> os.stat_result:
     """``fstat`` of ``fd``, refusing anything but a regular file."""
     info = os.fstat(fd)

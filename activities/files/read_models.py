@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from activities.base import ToolArgs, ToolResult
-from activities.files.paths import PathError, check_path
+from activities.files.paths import lexical_path
 
 MAX_READ_CHARS = 20_000
 """Characters one ``read_file`` call returns at most (the spec's 1-20,000)."""
@@ -19,14 +19,6 @@ MAX_PATTERN_CHARS = 256
 MAX_QUERY_CHARS = 1_000
 
 _PATH_HELP = "Absolute path inside one of the configured roots."
-
-
-def _lexical_path(value: str) -> str:
-    try:
-        check_path(value)
-    except PathError as exc:
-        raise ValueError(exc.reason) from None
-    return value
 
 
 def _glob(value: str) -> str:
@@ -47,7 +39,7 @@ class ReadFileArgs(ToolArgs):
         description="Characters to return, 1-20,000.",
     )
 
-    _path = field_validator("path")(_lexical_path)
+    _path = field_validator("path")(lexical_path)
 
 
 class ReadFileResult(ToolResult):
@@ -68,7 +60,7 @@ class ListFilesArgs(ToolArgs):
     recursive: bool = Field(default=False, description="Also list subdirectories, depth first.")
     max_results: int = Field(default=DEFAULT_RESULTS, ge=1, le=MAX_RESULTS)
 
-    _path = field_validator("path")(_lexical_path)
+    _path = field_validator("path")(lexical_path)
     _pattern = field_validator("pattern")(_glob)
 
 
@@ -111,7 +103,7 @@ class SearchFilesArgs(ToolArgs):
     case_sensitive: bool = False
     max_results: int = Field(default=DEFAULT_RESULTS, ge=1, le=MAX_RESULTS)
 
-    _path = field_validator("path")(_lexical_path)
+    _path = field_validator("path")(lexical_path)
     _pattern = field_validator("pattern")(_glob)
 
     @field_validator("query")

@@ -9,7 +9,7 @@ from pydantic import Field, ValidationInfo, field_validator
 
 from activities.base import ToolArgs, ToolResult
 from activities.files.checkpoints import ChangeKind, ChangeState
-from activities.files.paths import MAX_PATH_BYTES, PathError, check_path
+from activities.files.paths import MAX_PATH_BYTES, lexical_path
 from activities.files.settings import MAX_WRITE_BYTES
 
 CHANGE_ID_PREFIX = "chg-"
@@ -47,10 +47,7 @@ def _utf8_size(value: str) -> int:
 
 
 def _lexical_path(value: str) -> str:
-    try:
-        check_path(value)
-    except PathError as exc:
-        raise ValueError(exc.reason) from None
+    lexical_path(value)
     if value.endswith("/"):
         raise ValueError("ends with a slash; name a file, not a directory")
     return value
