@@ -142,6 +142,7 @@ class ProcessLedger:
         boot = _boot_id()
         for entry in self.directory.iterdir():
             if not entry.name.isdigit():
+                _discard_stale_partial(entry)
                 continue
             pgid = int(entry.name)
             try:
@@ -166,6 +167,15 @@ class ProcessLedger:
         if killed:
             log.warning("killed process groups left by a previous worker: %s", killed)
         return killed
+
+
+def _discard_stale_partial(entry: Path) -> None:
+    """Remove an entry a worker that is gone was writing (``.<pgid>.<owner>.tmp``) when it died."""
+    parts = entry.name.split(".")
+    if len(parts) != 4 or parts[0] or parts[3] != "tmp" or not parts[2].isdigit():
+        return
+    if _start_time(int(parts[2])) is None:
+        entry.unlink(missing_ok=True)
 
 
 def _read_entry(text: str) -> dict[str, Any]:

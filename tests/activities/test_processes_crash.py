@@ -62,6 +62,26 @@ async def test_reap_kills_the_groups_of_a_dead_worker(tmp_path: Path) -> None:
         group.wait()
 
 
+def test_reap_removes_entries_half_written_by_a_dead_worker_only(tmp_path: Path) -> None:
+    ledger = ProcessLedger(tmp_path / "ledger")
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    dead_owner = int(gone.stdout)
+    stale = ledger.directory / f".4242.{dead_owner}.tmp"
+    mine = ledger.directory / f".4243.{os.getpid()}.tmp"
+    unrelated = ledger.directory / "notes.txt"
+    for path in (stale, mine, unrelated):
+        path.write_text("{", encoding="ascii")
+    assert ledger.reap() == []
+    assert sorted(entry.name for entry in ledger.directory.iterdir()) == sorted(
+        [mine.name, unrelated.name]
+    )
+
+
 async def test_reap_leaves_the_groups_of_a_live_worker_alone(tmp_path: Path) -> None:
     group = sleeping_group()
     try:
