@@ -114,8 +114,11 @@ class FileWrites(RuleBasedStateMachine):
         )
         result, error = self.call(self.files.tools.edit_file, args)
         current = self.model[name]
-        count = current[0].decode().count(old) if current is not None else 0
-        if current is None or count == 0 or (count > 1 and not replace_all):
+        text = current[0].decode() if current is not None else ""
+        count = text.count(old)
+        # Every place the text starts, overlapping ones included: more than one is ambiguous.
+        starts = sum(text.startswith(old, i) for i in range(len(text)))
+        if current is None or count == 0 or (starts > 1 and not replace_all):
             assert error == "invalid_arguments"
             return multiple()
         after = current[0].decode().replace(old, new).encode()
