@@ -258,12 +258,7 @@ class DatabaseTools:
                     "result limit",
                     fixable_args=["sql"],
                 )
-            kept = 0
-            for row in rows:
-                used += len(pydantic_core.to_json(row)) + (1 if kept else 0)
-                if used > limit:
-                    break
-                kept += 1
+            kept = _fitting([len(pydantic_core.to_json(row)) for row in rows], used, limit)
             truncated = truncated or kept < len(rows)
             rows = rows[:kept]
         return QueryDatabaseResult(columns=result.columns, rows=rows, truncated=truncated)
@@ -274,15 +269,20 @@ class DatabaseTools:
         limit = self.settings.max_result_bytes
         if _size(result) > limit:
             used = _size(DatabaseSchemaResult(tables=[], truncated=False))
-            kept = 0
-            for table in tables:
-                used += len(table.model_dump_json()) + (1 if kept else 0)
-                if used > limit:
-                    break
-                kept += 1
+            kept = _fitting([len(table.model_dump_json()) for table in tables], used, limit)
             truncated = truncated or kept < len(tables)
             tables = tables[:kept]
         return DatabaseSchemaResult(tables=tables, truncated=truncated)
+
+
+def _fitting(sizes: list[int], used: int, limit: int) -> int:
+    """How many leading items of a JSON list fit in ``limit`` bytes with ``used`` already taken
+    (each item after the first costs its comma too)."""
+    for kept, size in enumerate(sizes):
+        used += size + (1 if kept else 0)
+        if used > limit:
+            return kept
+    return len(sizes)
 
 
 def _size(result: ToolResult) -> int:

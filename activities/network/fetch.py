@@ -32,6 +32,7 @@ from activities.network.guard import (
     TransportFailed,
     URLRefused,
     parse_url,
+    retry_after,
 )
 from activities.network.html_text import extract
 from activities.network.settings import FetchSettings
@@ -193,9 +194,8 @@ def readable(body: bytes, header: str, max_chars: int) -> tuple[str | None, str,
 
 
 def _retry_after(value: str | None) -> timedelta | None:
-    if value is None or not value.strip().isdigit():
-        return None
-    return min(timedelta(seconds=int(value.strip())), MAX_RETRY_AFTER)
+    delay = retry_after(value)
+    return None if delay is None else min(delay, MAX_RETRY_AFTER)
 
 
 class FetchTools:

@@ -46,6 +46,8 @@ from collections.abc import (
     Sequence,
 )
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpcore
@@ -79,6 +81,7 @@ __all__ = [
     "embedded_ipv4",
     "parse_url",
     "public_only",
+    "retry_after",
     "system_resolver",
 ]
 
@@ -181,6 +184,23 @@ class _Target:
     @property
     def origin(self) -> tuple[str, str, int]:
         return (self.scheme, self.host, self.port)
+
+
+def retry_after(value: str | None, now: datetime | None = None) -> timedelta | None:
+    """``Retry-After`` (delay-seconds or an HTTP date) as a delay; ``None`` if absent or bad."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isascii() and value.isdigit():
+        # Ten significant digits are over 300 years already; more would only make int() slow.
+        return timedelta(seconds=int(value.lstrip("0")[:10] or "0"))
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(when - (now or datetime.now(UTC)), timedelta(0))
 
 
 async def system_resolver(host: str, port: int) -> Sequence[Address]:

@@ -179,15 +179,12 @@ def _discard_stale_partial(entry: Path) -> None:
 
 
 def _read_entry(text: str) -> dict[str, Any]:
-    """A ledger entry; an unreadable one (a crash mid-write) names no owner and no leader."""
+    """A ledger entry; an unreadable one names no owner and no leader."""
     try:
         data = json.loads(text)
     except ValueError:
-        data = None
-    if not isinstance(data, dict):
-        # The first format held only the leader's start time.
-        return {"leader_start": text.strip() or None}
-    return data
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 class _Output:

@@ -16,8 +16,8 @@ import httpx
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.network.guard import NetworkGuard
-from activities.network.search.tools import WebSearchTools, retry_after
+from activities.network.guard import NetworkGuard, retry_after
+from activities.network.search.tools import WebSearchTools
 from tests.support.web_search import (
     BRAVE_HOST,
     DDG_HOST,

@@ -12,8 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta
-from email.utils import parsedate_to_datetime
+from datetime import timedelta
 
 from activities.base import CallContext
 from activities.errors import tool_error
@@ -27,6 +26,7 @@ from activities.network.guard import (
     TooLarge,
     TransportFailed,
     URLRefused,
+    retry_after,
 )
 from activities.network.search import brave, duckduckgo, wikipedia
 from activities.network.search.engine import (
@@ -199,20 +199,3 @@ def _check_status(engine: Engine, response: GuardedResponse, key_env: str) -> No
     if 300 <= status < 400:
         raise tool_error(ErrorCode.EXECUTION_FAILED, f"{answered}; redirects are not followed")
     raise tool_error(ErrorCode.EXECUTION_FAILED, answered)
-
-
-def retry_after(value: str | None, now: datetime | None = None) -> timedelta | None:
-    """``Retry-After`` (delay-seconds or an HTTP date) as a delay; ``None`` if absent or bad."""
-    if value is None:
-        return None
-    value = value.strip()
-    if value.isascii() and value.isdigit():
-        # Ten significant digits are over 300 years already; more would only make int() slow.
-        return timedelta(seconds=int(value.lstrip("0")[:10] or "0"))
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(when - (now or datetime.now(UTC)), timedelta(0))
