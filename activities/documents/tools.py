@@ -42,7 +42,7 @@ from activities.errors import tool_error
 from activities.files.paths import Located, PathError, Roots, regular_file
 from activities.files.reading import path_failure, refused
 from activities.heartbeat import Heartbeat
-from activities.processes.runner import budget_left
+from activities.processes.runner import budget_left, spawn
 from workflows.models import ErrorCode
 
 PARSER_SCRIPT = extract.__file__
@@ -231,24 +231,18 @@ class DocumentTools:
                 raise tool_error(
                     ErrorCode.BUDGET_EXCEEDED, f"{tool}: {path}: no time left to parse"
                 )
-        # A cancellation while the parser is being created must not lose it: the spawn finishes
-        # (shielded), and the group is killed like on any other cancellation.
-        spawn = asyncio.ensure_future(
-            asyncio.create_subprocess_exec(
-                *self._argv(fmt, timeout),
-                stdin=fd,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=_ENV,
-                cwd="/",
-                start_new_session=True,
-            )
+        process, canceled = await spawn(
+            *self._argv(fmt, timeout),
+            stdin=fd,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=_ENV,
+            cwd="/",
+            start_new_session=True,
         )
-        try:
-            process = await asyncio.shield(spawn)
-        except asyncio.CancelledError:
-            await _kill(await spawn)
-            raise
+        if canceled:
+            await _kill(process)
+            raise asyncio.CancelledError
         try:
             async with Heartbeat(path=path, format=fmt, pid=process.pid):
                 out, err, overflow = await asyncio.wait_for(_collect(process), timeout)

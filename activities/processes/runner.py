@@ -238,26 +238,16 @@ async def run_process(
             cut_by_budget = True
     output = _Output(spec.max_output_bytes)
     started = time.monotonic()
-    # A cancellation while the child is being created must not lose it: the spawn finishes
-    # (shielded), and the cancellation is handled below like any other, killing the group.
-    spawn = asyncio.ensure_future(
-        asyncio.create_subprocess_exec(
-            *spec.argv,
-            cwd=spec.cwd,
-            env=spec.env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-            preexec_fn=functools.partial(_die_with_parent, os.getpid()),
-        )
+    process, canceled_while_spawning = await spawn(
+        *spec.argv,
+        cwd=spec.cwd,
+        env=spec.env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=functools.partial(_die_with_parent, os.getpid()),
     )
-    canceled_while_spawning = False
-    try:
-        process = await asyncio.shield(spawn)
-    except asyncio.CancelledError:
-        canceled_while_spawning = True
-        process = await spawn
     pgid = process.pid
     assert process.stdout is not None
     assert process.stderr is not None
@@ -305,6 +295,19 @@ async def run_process(
     if canceled:
         raise asyncio.CancelledError(result)
     return result
+
+
+async def spawn(*argv: str, **options: Any) -> tuple[asyncio.subprocess.Process, bool]:
+    """Start a child (``create_subprocess_exec``) and whether a cancellation came meanwhile.
+
+    A cancellation while the child is being created must not lose it: the creation finishes
+    (shielded), and the caller handles the cancellation like any other, once it can kill.
+    """
+    started = asyncio.ensure_future(asyncio.create_subprocess_exec(*argv, **options))
+    try:
+        return await asyncio.shield(started), False
+    except asyncio.CancelledError:
+        return await started, True
 
 
 async def _exited(process: asyncio.subprocess.Process) -> None:
