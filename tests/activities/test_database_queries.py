@@ -233,9 +233,14 @@ async def test_the_schema_stops_at_the_byte_cap(tmp_path: Path) -> None:
     script = "".join(f"CREATE TABLE t{i} ({wide});" for i in range(10))
     path = make_database(tmp_path / "wide.db", script, numbers=0)
     result = await schema(tools_for(path, max_result_bytes=4_096))
+    everything = await schema(tools_for(path))
+    kept = len(result.tables)
     assert result.truncated
-    assert 1 <= len(result.tables) < 10
-    assert len(result.model_dump_json()) <= 4_096
+    # A prefix of the tables, as many as fit: one more would pass the cap.
+    assert kept > 0
+    assert result.tables == everything.tables[:kept]
+    one_more = result.model_copy(update={"tables": everything.tables[: kept + 1]})
+    assert len(result.model_dump_json()) <= 4_096 < len(one_more.model_dump_json())
 
 
 async def test_a_table_wider_than_the_result_column_limit_stays_readable(tmp_path: Path) -> None:
@@ -331,8 +336,12 @@ async def test_an_application_backend_is_bounded_by_the_tools(tmp_path: Path) ->
     tools = DatabaseTools(DatabaseSettings(max_result_bytes=1_024, max_tables=4), Generous())
     result = await query(tools, "SELECT anything", max_rows=20)
     assert result.truncated
-    assert 1 <= len(result.rows) < 20
-    assert len(result.model_dump_json()) <= 1_024
+    # As many of the rows as fit: one more would pass the cap.
+    kept = len(result.rows)
+    assert kept > 0
+    assert result.rows == [["y" * 100]] * kept
+    one_more = result.model_copy(update={"rows": [*result.rows, ["y" * 100]]})
+    assert len(result.model_dump_json()) <= 1_024 < len(one_more.model_dump_json())
     described = await schema(tools)
     assert ([t.name for t in described.tables], described.truncated) == (
         ["t0", "t1", "t2", "t3"],

@@ -149,7 +149,8 @@ async def test_a_sheet_claiming_the_whole_grid_is_read_as_it_is(
     (root / "grid.xlsx").write_bytes(rewrite_zip(book, {"xl/worksheets/sheet1.xml": claimed}))
     started = time.monotonic()
     result = await read(tools, root / "grid.xlsx")
-    assert time.monotonic() - started < 5
+    # Walking the 17 billion claimed cells would take hours, not the 60 s this allows.
+    assert time.monotonic() - started < 60
     assert result.sections[0].rows == [["a", "b"], ["c"]]
 
 
@@ -287,7 +288,8 @@ async def test_a_hanging_parser_is_killed_at_its_timeout(root: Path) -> None:
     with document_tools(root, parser=hostile("sleep"), timeout_seconds=1) as tools:
         started = time.monotonic()
         message = await refusal(tools, root / "a.pdf", "timed_out")
-    assert 1 <= time.monotonic() - started < 5
+    # Stopped at its timeout, not when the parser's 600 s sleep would have ended.
+    assert 1 <= time.monotonic() - started < 300
     assert "parsing took longer than 1 s" in message
     assert children() == before
 

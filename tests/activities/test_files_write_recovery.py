@@ -112,7 +112,8 @@ async def test_a_preview_of_scattered_edits_in_a_large_file_is_quick(files: File
     args = EditFileArgs(path=str(target), old_text="target", new_text="done", replace_all=True)
     started = time.monotonic()
     prepared, _ = await approved(files.tools.prepare_edit_file, args)
-    assert time.monotonic() - started < 3
+    # Far below difflib's 11 s on this file, and far above the in-place comparison's runtime.
+    assert time.monotonic() - started < 5
     text = prepared.preview[0].text
     assert text is not None
     assert text.startswith(f"--- a{target}\n+++ b{target}\n@@ -1,4 +1,4 @@\n-row 0 target\n")

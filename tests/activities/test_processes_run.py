@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import resource
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -66,20 +65,19 @@ def pgid_of(stdout: str) -> int:
 async def test_background_child_holding_the_pipes_is_killed_at_the_timeout(
     tools: ProcessTools, root: Path
 ) -> None:
-    started = time.monotonic()
     result = await run(
         tools,
         args(
             root, ["sh", "-c", "echo pgid=$$; sleep 100 & echo sleep=$!; wait"], timeout_seconds=1
         ),
     )
-    elapsed = time.monotonic() - started
     assert result.timed_out
     assert result.exit_code is None
     assert not result.canceled
     assert not result.budget_exceeded
-    # Timeout, grace, and the bounded drain of pipes a killed descendant held.
-    assert 1 <= elapsed < 1 + 0.5 + 2.5
+    # It waited out the timeout, and did not wait for the background sleep holding the pipes
+    # (the hang of bpo-37424 would last its 100 s).
+    assert 1 <= result.duration_seconds < 50
     sleeper = int(result.stdout.split("sleep=")[1].split()[0])
     assert not alive(sleeper)
     assert live_members(pgid_of(result.stdout)) == []
@@ -88,12 +86,11 @@ async def test_background_child_holding_the_pipes_is_killed_at_the_timeout(
 async def test_descendants_left_behind_are_killed_when_the_program_exits(
     tools: ProcessTools, root: Path
 ) -> None:
-    started = time.monotonic()
     script = "echo pgid=$$; sleep 100 & echo sleep=$!"
     result = await run(tools, args(root, ["sh", "-c", script], timeout_seconds=30))
     assert result.exit_code == 0
+    # Waiting for the 100 s sleep that holds the pipes would have run into the 30 s timeout.
     assert not result.timed_out
-    assert time.monotonic() - started < 3
     assert not alive(int(result.stdout.split("sleep=")[1]))
     assert live_members(pgid_of(result.stdout)) == []
 
@@ -149,13 +146,12 @@ async def test_a_shell_looking_argument_is_passed_literally(
 
 
 async def test_stdin_is_at_eof(tools: ProcessTools, root: Path) -> None:
-    started = time.monotonic()
     result = await run(
         tools, args(root, ["sh", "-c", "cat; read line; echo read=$?"], timeout_seconds=20)
     )
     assert result.exit_code == 0
     assert result.stdout == "read=1\n"
-    assert time.monotonic() - started < 5
+    assert not result.timed_out  # a program waiting on stdin would have run into the 20 s
 
 
 async def test_empty_env_inherits_nothing(
@@ -310,8 +306,8 @@ async def test_the_remaining_budget_cuts_the_timeout(tools: ProcessTools, root: 
         activity_env(schedule_to_close=7),
     )
     assert result.timed_out
-    assert result.budget_exceeded
-    assert 2.0 < result.duration_seconds < 4.5
+    assert result.budget_exceeded  # cut by the budget, not the 60 s timeout or the 30 s sleep
+    assert result.duration_seconds > 2.0  # it did run its 2.5 s
     assert live_members(pgid_of(result.stdout)) == []
 
 

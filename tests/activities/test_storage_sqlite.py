@@ -121,7 +121,8 @@ def test_a_held_write_lock_is_a_clean_busy_error_and_readers_go_on(tmp_path: Pat
     started = time.monotonic()
     with pytest.raises(StorageBusy, match="locked by another writer"):
         store.put("k", "3", ROOMY)
-    assert 0.15 < time.monotonic() - started < 5
+    # The 200 ms busy timeout, not a wait for the holder, which commits only after this.
+    assert 0.15 < time.monotonic() - started < 30
     assert store.get("k") == "1"  # WAL: the reader sees the last commit, without waiting
     assert store.keys("", 0, 10).keys == ["k"]
     holder.execute("COMMIT")

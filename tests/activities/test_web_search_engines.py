@@ -8,7 +8,6 @@ normalised result.
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -311,10 +310,10 @@ def test_duckduckgo_parsing_stops_at_its_deadline(
 ) -> None:
     # Inputs on which html.parser goes quadratic (unfinished tags rescanned on every feed).
     monkeypatch.setattr(duckduckgo, "PARSE_SECONDS", 0.2)
-    started = time.monotonic()
+    # Unbounded, these take a few seconds on a fast machine: too close to 0.2 s to tell apart by
+    # time (see the project rule on timed assertions). The message says the deadline stopped it.
     with pytest.raises(UnexpectedAnswer, match=r"does not parse within 0\.2 s|not recognised"):
         duckduckgo.parse(b'<div id="links">' + hostile, 5)
-    assert time.monotonic() - started < 2
 
 
 async def test_a_page_whose_every_link_is_refused_is_an_empty_answer() -> None:

@@ -118,6 +118,7 @@ async def test_a_rate_limit_is_retried_after_its_delay_when_reads_may_retry(
         elapsed = time.monotonic() - started
     assert result.status is CallStatus.COMPLETED, result.error
     assert len(providers.requests) == 2
+    # A lower bound only, and a guaranteed one: the retry cannot come before the 2 s delay.
     assert elapsed >= 2.0
 
 

@@ -144,11 +144,10 @@ def test_unknown_temporal_profile_exits_2(tmp_path: Path) -> None:
     ],
 )
 def test_unreachable_server_exits_2(tmp_path: Path, address: str, expected: str) -> None:
-    started = time.monotonic()
+    # A connect that retried forever would hang: run()'s 60 s timeout raises TimeoutExpired.
     done = run([TOOLCALLS, "worker", "--address", address], tmp_path, timeout=60)
     assert done.returncode == 2
     assert one_line(done.stderr).startswith(expected)
-    assert time.monotonic() - started < 20
 
 
 def test_no_subcommand_exits_2(tmp_path: Path) -> None:
