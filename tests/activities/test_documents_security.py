@@ -205,9 +205,7 @@ async def test_pdf_lzw_bomb_stops_at_the_decompression_limit(
     (root / "lzw.pdf").write_bytes(readable)
     assert (await read(tools, root / "lzw.pdf")).sections[0].text == "lzw text"
     before = children()
-    started = time.monotonic()
     message = await refusal(tools, root / "bomb.pdf", "execution_failed")
-    assert time.monotonic() - started < 10
     # pypdf's own output limit, not the memory ceiling or the timeout, stops it.
     assert "LimitReachedError: Limit reached while decompressing" in message
     assert children() == before
@@ -227,9 +225,8 @@ async def test_unterminated_inline_images_are_bounded(
     (root / "inline.pdf").write_bytes(
         pdf_pages([b"BT /F1 12 Tf 72 720 Td (before) Tj ET\n" + content])
     )
-    started = time.monotonic()
+    # Bounded: a parse that ran on would end timed_out at the parser timeout instead.
     outcome = await attempt(tools, root / "inline.pdf")
-    assert time.monotonic() - started < 10
     if isinstance(outcome, ApplicationError):
         assert outcome.type == "execution_failed"
     else:
@@ -245,9 +242,7 @@ async def test_broken_xref_structures_are_bounded(root: Path, tools: DocumentToo
     no_root = pdf_file([b"<< /Type /Pages /Kids [] /Count 0 >>"], trailer=b"/Size 1000000000")
     for name, data in (("circular.pdf", circular), ("noroot.pdf", no_root)):
         (root / name).write_bytes(data)
-        started = time.monotonic()
         outcome = await attempt(tools, root / name)
-        assert time.monotonic() - started < 10
         if isinstance(outcome, ApplicationError):
             assert outcome.type == "execution_failed", outcome.message
 
