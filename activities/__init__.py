@@ -1,29 +1,36 @@
-"""The tools: one module per tool family, the catalog that declares them, and their runtime."""
+"""The tools: one folder per tool family, the catalog that assembles them, and their runtime.
+
+``activities.families`` lists the built-in families; ``activities.family`` says what each declares.
+"""
 
 from activities.base import CallContext, ToolArgs, ToolResult
+from activities.capabilities import CAPABILITIES, default_ceiling
 from activities.catalog import (
-    BUILTIN_TOOLS,
-    CAPABILITIES,
     Catalog,
     CatalogError,
     CatalogSettings,
     Timeouts,
     ToolSpec,
     call_digest,
-    default_ceiling,
 )
 from activities.errors import tool_error
+from activities.family import Deployment, Extra, Family, FamilySettings, NoSettings, Resources
 from activities.heartbeat import Heartbeat
 from activities.runtime import ToolRuntime
 
 __all__ = [
-    "BUILTIN_TOOLS",
     "CAPABILITIES",
     "CallContext",
     "Catalog",
     "CatalogError",
     "CatalogSettings",
+    "Deployment",
+    "Extra",
+    "Family",
+    "FamilySettings",
     "Heartbeat",
+    "NoSettings",
+    "Resources",
     "Timeouts",
     "ToolArgs",
     "ToolResult",

@@ -6,13 +6,15 @@ the model should change and, for a canceled or interrupted tool, its partial out
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
+import rfc8785
+from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
 
-from workflows.models import ErrorCode
+from workflows.models import ErrorCode, ToolError
 
 
 def tool_error(
@@ -32,4 +34,40 @@ def tool_error(
         type=code.value,
         non_retryable=not retryable,
         next_retry_delay=next_retry_delay,
+    )
+
+
+def invalid_arguments(tool: str, exc: ValidationError) -> ToolError:
+    """A ``ToolError`` naming every bad argument and what is wrong with it."""
+    problems = []
+    names: list[str] = []
+    for err in exc.errors(include_url=False):
+        loc = err["loc"]
+        name = str(loc[0]) if loc else ""
+        if name and name not in names:
+            names.append(name)
+        where = ".".join(str(part) for part in loc) or "arguments"
+        message = err["msg"].removeprefix("Value error, ")
+        problems.append(f"{where}: {message}")
+    return ToolError(
+        code=ErrorCode.INVALID_ARGUMENTS,
+        message=f"{tool}: invalid arguments: {'; '.join(problems)}",
+        fixable_args=names,
+    )
+
+
+def uncanonical_arguments(tool: str, arguments: Mapping[str, Any]) -> ToolError:
+    names = []
+    for name, value in arguments.items():
+        try:
+            rfc8785.dumps(value)
+        except rfc8785.CanonicalizationError:
+            names.append(name)
+    return ToolError(
+        code=ErrorCode.INVALID_ARGUMENTS,
+        message=(
+            f"{tool}: invalid arguments: {', '.join(names) or 'arguments'}: numbers must be "
+            "finite, and integers between -(2**53 - 1) and 2**53 - 1"
+        ),
+        fixable_args=names,
     )

@@ -19,15 +19,9 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.base import CallContext, ToolArgs
-from activities.catalog import (
-    MAX_PAYLOAD_BYTES,
-    Catalog,
-    ToolSpec,
-    call_digest,
-    default_ceiling,
-    invalid_arguments,
-)
-from activities.errors import tool_error
+from activities.capabilities import default_ceiling
+from activities.catalog import MAX_PAYLOAD_BYTES, Catalog, ToolSpec, call_digest
+from activities.errors import invalid_arguments, tool_error
 from workflows import policy
 from workflows.models import (
     PLAN_ACTIVITY,
@@ -54,17 +48,17 @@ class ToolRuntime:
         catalog: Catalog,
         ceiling: CapabilityPolicy | None = None,
         *,
-        families: Mapping[type, object] | None = None,
+        instances: Mapping[type, object] | None = None,
     ) -> None:
         self.catalog = catalog
         self.ceiling = ceiling or default_ceiling()
-        self._families: dict[type, object] = dict(families or {})
+        self._instances: dict[type, object] = dict(instances or {})
 
-    def _family(self, spec: ToolSpec) -> object:
-        assert spec.family is not None
-        if spec.family not in self._families:
-            self._families[spec.family] = spec.family()
-        return self._families[spec.family]
+    def _instance(self, spec: ToolSpec) -> object:
+        assert spec.implementation is not None
+        if spec.implementation not in self._instances:
+            self._instances[spec.implementation] = spec.implementation()
+        return self._instances[spec.implementation]
 
     def workflow_activities(self, local_tools: Iterable[str] = ()) -> list[Callable[..., Any]]:
         """``plan``, bound to the pure tools this worker also serves (they may run locally)."""
@@ -84,12 +78,12 @@ class ToolRuntime:
             spec = self.catalog.get(name)
             if spec is None:
                 raise ValueError(f"{name!r} is not an enabled tool")
-            if spec.family is None:
+            if spec.implementation is None:
                 continue
-            family = self._family(spec)
-            result.append(self._execute_activity(spec, getattr(family, spec.name)))
+            instance = self._instance(spec)
+            result.append(self._execute_activity(spec, getattr(instance, spec.name)))
             if spec.has_prepare:
-                prepare = getattr(family, f"prepare_{spec.name}")
+                prepare = getattr(instance, f"prepare_{spec.name}")
                 result.append(self._prepare_activity(spec, prepare))
         return result
 
@@ -98,7 +92,7 @@ class ToolRuntime:
         return [
             s.name
             for s in self.catalog
-            if s.side_effect is SideEffect.PURE and s.family is not None
+            if s.side_effect is SideEffect.PURE and s.implementation is not None
         ]
 
     def _execute_activity(self, spec: ToolSpec, method: ToolMethod) -> Callable[..., Any]:

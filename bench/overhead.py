@@ -46,11 +46,12 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.base import CallContext
-from activities.calculator import CalculatorArgs, CalculatorResult, MathTools
+from activities.core.calculator import CalculatorArgs, CalculatorResult, MathTools
 from bench.baseline import BARE_ACTIVITY, BARE_WORKFLOW, BareToolWorkflow
 from worker.config import Config, build_catalog, parse_config
 from worker.devserver import temporal_binary
-from worker.run import PASSTHROUGH_MODULES, build_worker
+from worker.plugin import PASSTHROUGH_MODULES
+from worker.run import build_worker
 from workflows.models import (
     SEARCH_ATTRIBUTES,
     ActivityPlan,

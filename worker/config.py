@@ -10,50 +10,31 @@ from __future__ import annotations
 import logging
 import os
 import tomllib
-from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
+from activities.capabilities import CAPABILITIES, default_ceiling
 from activities.catalog import (
-    BUILTIN_TOOLS,
-    CAPABILITIES,
-    DATABASE_TOOLS,
     DEFAULT_TOOLS,
-    DOCUMENT_TOOLS,
-    FILE_TOOLS,
     MAX_READ_ATTEMPTS,
-    PROCESS_TOOLS,
-    STORAGE_TOOLS,
     Catalog,
     CatalogError,
     CatalogSettings,
     Timeouts,
     ToolSpec,
-    default_ceiling,
 )
-from activities.database.settings import DatabaseSettings
-from activities.documents.settings import DocumentSettings
-from activities.documents.tools import EXTRA_HINT as DOCUMENTS_EXTRA_HINT
-from activities.documents.tools import PARSER_REPORT_MARGIN
-from activities.documents.tools import missing_extra as missing_document_parsers
-from activities.files.settings import FilesSettings
-from activities.files.writing import FileWriteTools
-from activities.network.http_api import http_tool_spec
-from activities.network.settings import FetchSettings, HttpToolSettings, WebSearchSettings
-from activities.processes.git import READ_ONLY_DESCRIPTION as GIT_READ_ONLY_DESCRIPTION
-from activities.processes.git import GitArgs, GitReadArgs
-from activities.processes.git import settings_problems as git_settings_problems
-from activities.processes.resolve import config_problems as command_config_problems
-from activities.processes.settings import GitSettings, ProcessSettings, ShellSettings
-from activities.storage.settings import StorageSettings
+from activities.families import BUILTIN_FAMILIES
+from activities.family import AnyFamily, Deployment, Family, FamilySettings, needs
 from workflows import policy
-from workflows.models import DEFAULT_TASK_QUEUE, CapabilityPolicy, Effect, SideEffect
+from workflows.models import DEFAULT_TASK_QUEUE, CapabilityPolicy, Effect
 
 CONFIG_ENV = "TOOLCALLS_CONFIG"
+
+S = TypeVar("S", bound=FamilySettings)
 
 Seconds = Annotated[float, Field(gt=0)]
 
@@ -162,25 +143,15 @@ class DevSection(_Section):
     namespace: str = "default"
 
 
-class Config(_Section):
-    """One deployment: its task queue, tools, ceiling, and how its workers run."""
+class BaseConfig(_Section):
+    """One deployment: its task queue, tools, ceiling, and how its workers run; ``Config`` adds
+    the sections of every family."""
 
     task_queue: str = Field(default=DEFAULT_TASK_QUEUE, min_length=1)
     tools: list[str] = Field(default_factory=lambda: list(DEFAULT_TOOLS))
     log_level: str = "INFO"
     state_dir: Path = Path(".toolcalls/state")
     """Where a worker keeps what must survive it (the ledger of process groups it started)."""
-    process: ProcessSettings = Field(default_factory=ProcessSettings)
-    shell: ShellSettings = Field(default_factory=ShellSettings)
-    git: GitSettings = Field(default_factory=GitSettings)
-    files: FilesSettings = Field(default_factory=FilesSettings)
-    storage: StorageSettings = Field(default_factory=StorageSettings)
-    fetch: FetchSettings = Field(default_factory=FetchSettings)
-    web_search: WebSearchSettings = Field(default_factory=WebSearchSettings)
-    http: list[HttpToolSettings] = Field(default_factory=list)
-    """Configured HTTP API tools, one ``[[http]]`` table each."""
-    documents: DocumentSettings = Field(default_factory=DocumentSettings)
-    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
     temporal: TemporalSection = Field(default_factory=TemporalSection)
     worker: WorkerSection = Field(default_factory=WorkerSection)
     ceiling: CeilingSection | None = None
@@ -232,194 +203,94 @@ class Config(_Section):
         return [
             spec.name
             for spec in catalog
-            if spec.family is not None and queues.get(spec.name, self.task_queue) == self.queue
+            if spec.implementation is not None
+            and queues.get(spec.name, self.task_queue) == self.queue
         ]
 
     def served_tools(self, catalog: Catalog) -> list[str]:
         """The enabled activity-backed tools this process runs."""
         return self.queue_tools(catalog) if self.worker.serve_tools else []
 
+    def family_settings(self, family: Family[S]) -> S:
+        """``family``'s sections of this configuration."""
+        return family.settings_from(self)
 
-def config_problems(config: Config) -> list[str]:
+    def runs_here(self, names: Iterable[str]) -> bool:
+        """Whether this process runs any of the named tools."""
+        queues = self.activities.task_queues
+        return self.worker.serve_tools and any(
+            queues.get(name, self.task_queue) == self.queue for name in names
+        )
+
+    def start_to_close(self, spec: ToolSpec) -> float | None:
+        """A tool's start-to-close in seconds, with the deployment's override."""
+        override = self.activities.timeouts.get(spec.name)
+        if override is not None:
+            return override.start_to_close_seconds
+        return spec.timeouts.start_to_close.total_seconds() if spec.timeouts else None
+
+
+def config_model(families: Iterable[AnyFamily]) -> type[BaseConfig]:
+    """The configuration model: the deployment's own keys and every family's sections."""
+    fields: dict[str, Any] = {}
+    for family in families:
+        for key, info in family.settings.model_fields.items():
+            if key in BaseConfig.model_fields or key in fields:
+                raise ValueError(f"family {family.name}: configuration key {key!r} is taken")
+            fields[key] = (info.annotation, info)
+    return create_model("Config", __base__=BaseConfig, **fields)
+
+
+# The file's keys are known only once the families are, so the model is built from them; to the
+# type checker it is the base, whose family sections are read through ``family_settings``.
+if TYPE_CHECKING:
+    Config = BaseConfig
+else:
+    Config = config_model(BUILTIN_FAMILIES)
+
+
+def config_problems(config: Config, families: Sequence[AnyFamily] = BUILTIN_FAMILIES) -> list[str]:
     """What the enabled tools need and the configuration lacks, each naming its key.
 
     Paths (roots, executables, databases) must exist only on hosts that run the tools using them,
     not on every host sharing the configuration file.
     """
-    enabled = set(config.tools)
-    problems: list[str] = []
-
-    def runs_here(names: Iterable[str]) -> bool:
-        queues = config.activities.task_queues
-        return config.worker.serve_tools and any(
-            queues.get(name, config.task_queue) == config.queue for name in names
-        )
-
-    def start_to_close(spec: ToolSpec) -> float | None:
-        """The tool's start-to-close in seconds, with the deployment's override."""
-        override = config.activities.timeouts.get(spec.name)
-        if override is not None:
-            return override.start_to_close_seconds
-        return spec.timeouts.start_to_close.total_seconds() if spec.timeouts else None
-
-    def roots_problems(section: str, roots: list[Path], tools: list[str]) -> list[str]:
-        needs = "needs" if len(tools) == 1 else "need"
-        found = [] if roots else [f"{section}: {', '.join(tools)} {needs} at least one root"]
-        here = runs_here(tools)
-        for index, root in enumerate(roots):
-            if not root.is_absolute():
-                found.append(f"{section}.{index}: {root} is not an absolute path")
-            elif here and not root.is_dir():
-                found.append(f"{section}.{index}: {root} is not an existing directory")
-        return found
-
-    # execute_command, run_shell: roots, the shell, and limits that fit the activity timeout.
-    problems += command_config_problems(
-        config.process,
-        config.shell,
-        enabled,
-        served={spec.name for spec in PROCESS_TOOLS if runs_here([spec.name])},
-        start_to_close={
-            spec.name: seconds
-            for spec in PROCESS_TOOLS
-            if (seconds := start_to_close(spec)) is not None
-        },
+    specs = {spec.name: spec for family in families for spec in family.tools}
+    deployment = Deployment(
+        enabled=frozenset(config.tools),
+        declared=frozenset(specs),
+        runs_here=config.runs_here,
+        start_to_close=lambda name: config.start_to_close(specs[name]),
     )
-    if "git" in enabled:
-        problems += git_settings_problems(config.git, on_this_host=runs_here(["git"]))
-    file_tools = [spec.name for spec in FILE_TOOLS if spec.name in enabled]
-    if file_tools:
-        problems += roots_problems("files.roots", config.files.roots, file_tools)
-    # create_file ... restore_change: writes exist only with a checkpoint store, and the store
-    # (which holds the original bytes of every file changed) stays out of the model's reach.
-    write_tools = [
-        spec.name for spec in FILE_TOOLS if spec.family is FileWriteTools and spec.name in enabled
-    ]
-    store = config.files.checkpoints
-    if write_tools and store is None:
-        needs = "needs" if len(write_tools) == 1 else "need"
-        problems.append(f"files.checkpoints: {', '.join(write_tools)} {needs} a checkpoint store")
-    elif write_tools and store is not None:
-        where = Path(os.path.realpath(store))
-        for index, root in enumerate(config.files.roots):
-            if root.is_absolute() and where.is_relative_to(os.path.realpath(root)):
-                problems.append(
-                    f"files.checkpoints: {store} is inside files.roots.{index} ({root}); "
-                    "keep the recovery records where the file tools cannot reach them"
-                )
-    storage_tools = [spec.name for spec in STORAGE_TOOLS if spec.name in enabled]
-    problems += [
-        f"storage.allow_write: {spec.name} needs it"
-        for spec in STORAGE_TOOLS
-        if spec.name in enabled
-        and spec.side_effect is SideEffect.WRITE
-        and not config.storage.allow_write
-    ]
-    database = config.storage.database
-    if storage_tools and database is not None:
-        storage_here = runs_here(storage_tools)
-        if not database.is_absolute():
-            problems.append(f"storage.database: {database} is not an absolute path")
-        elif storage_here and not database.parent.is_dir():
-            problems.append(f"storage.database: directory {database.parent} does not exist")
-        elif storage_here and database.is_dir():
-            problems.append(f"storage.database: {database} is a directory")
-    # fetch_url and web_search need nothing at start: the Brave key is read from the worker's
-    # environment when a Brave search runs, never from configuration.
-    problems += _http_problems(config, enabled)
-    # read_document, search_document: roots as for the file tools, the documents extra on hosts
-    # that parse, and a parser timeout that leaves the activity time to kill it and report.
-    document_tools = [spec.name for spec in DOCUMENT_TOOLS if spec.name in enabled]
-    if document_tools:
-        docs = config.documents
-        problems += roots_problems("documents.roots", docs.roots, document_tools)
-        missing = missing_document_parsers() if runs_here(document_tools) else []
-        if missing:
-            needs = "needs" if len(document_tools) == 1 else "need"
-            problems.append(
-                f"documents: {', '.join(document_tools)} {needs} the documents extra (missing "
-                f"{', '.join(missing)}): {DOCUMENTS_EXTRA_HINT}"
-            )
-        for spec in DOCUMENT_TOOLS:
-            limit = start_to_close(spec)
-            if (
-                spec.name in document_tools
-                and limit is not None
-                and docs.timeout_seconds + PARSER_REPORT_MARGIN > limit
-            ):
-                problems.append(
-                    f"documents.timeout_seconds: {docs.timeout_seconds:g} s leaves {spec.name} "
-                    f"less than {PARSER_REPORT_MARGIN:g} s of its {limit:g} s start_to_close to "
-                    "stop the parser and report"
-                )
-    # database_schema, query_database: one existing SQLite file (never created), and a query
-    # deadline that ends inside the activity's start-to-close so the tool reports it itself.
-    database_tools = [spec.name for spec in DATABASE_TOOLS if spec.name in enabled]
-    if database_tools:
-        db = config.database
-        needs = "needs" if len(database_tools) == 1 else "need"
-        if db.path is None:
-            problems.append(f"database.path: {', '.join(database_tools)} {needs} a SQLite file")
-        elif not db.path.is_absolute():
-            problems.append(f"database.path: {db.path} is not an absolute path")
-        elif runs_here(database_tools):
-            if db.path.is_symlink():
-                problems.append(f"database.path: {db.path} is a symlink; give the file itself")
-            elif not db.path.is_file():
-                problems.append(f"database.path: {db.path} is not an existing file")
-        for spec in DATABASE_TOOLS:
-            limit = start_to_close(spec)
-            if spec.name in database_tools and limit is not None and db.timeout_seconds >= limit:
-                problems.append(
-                    f"database.timeout_seconds: {db.timeout_seconds:g} s does not end inside "
-                    f"{spec.name}'s {limit:g} s start_to_close"
-                )
-    return problems
-
-
-def _http_problems(config: Config, enabled: set[str]) -> list[str]:
-    """[[http]]: each table declares one tool, enabled like any other by listing it in tools."""
     problems: list[str] = []
-    builtin_names = {spec.name for spec in BUILTIN_TOOLS}
-    declared: dict[str, int] = {}
-    for index, table in enumerate(config.http):
-        key = f"http.{index}.name"
-        if table.name in builtin_names:
-            problems.append(f"{key}: {table.name} is a builtin tool's name; choose another")
-        elif table.name in declared:
-            problems.append(f"{key}: {table.name} is also declared by http.{declared[table.name]}")
-        else:
-            declared[table.name] = index
-        if table.name not in enabled:
-            problems.append(f"{key}: {table.name} is declared but not enabled; add it to tools")
-    if "http_request" in enabled and "http_request" not in declared:
-        problems.append("tools: http_request needs an [[http]] table with its base_url")
+    for family in families:
+        settings = config.family_settings(family)
+        enabled = deployment.enabled_of(family.tools)
+        missing = family.extra.missing() if family.extra and config.runs_here(enabled) else []
+        if family.extra and missing:
+            key = family.sections[0] if family.sections else family.name
+            problems.append(
+                f"{key}: {needs(enabled)} the {family.extra.name} extra (missing "
+                f"{', '.join(missing)}): {family.extra.hint}"
+            )
+        problems += family.problems(settings, deployment)
     return problems
 
 
-def advertised_specs(config: Config, specs: Iterable[ToolSpec]) -> tuple[ToolSpec, ...]:
-    """``specs`` as this deployment offers them: without ``git.allow_write``, ``git``'s
-    operations are only status, diff, log and show (add and commit are absent from the schema).
-    Each ``[[http]]`` table adds its own tool."""
-    http = tuple(http_tool_spec(table) for table in config.http)
-    if config.git.allow_write:
-        return (*specs, *http)
-    return (
-        *(
-            replace(spec, arguments=GitReadArgs, description=GIT_READ_ONLY_DESCRIPTION)
-            if spec.arguments is GitArgs
-            else spec
-            for spec in specs
-        ),
-        *http,
+def advertised_specs(
+    config: Config, families: Sequence[AnyFamily] = BUILTIN_FAMILIES
+) -> tuple[ToolSpec, ...]:
+    """Every family's tools as this deployment offers them (``Family.advertise``)."""
+    return tuple(
+        spec for family in families for spec in family.offered(config.family_settings(family))
     )
 
 
 def build_catalog(
-    config: Config, specs: Iterable[ToolSpec] = BUILTIN_TOOLS, source: str = "configuration"
+    config: Config, families: Sequence[AnyFamily] = BUILTIN_FAMILIES, source: str = "configuration"
 ) -> Catalog:
     """The deployment's catalog; a bad tool setting becomes a ``ConfigError`` naming its key."""
-    specs = advertised_specs(config, specs)
+    specs = advertised_specs(config, families)
     known = [spec.name for spec in specs]
     problems = []
     unknown = [name for name in config.tools if name not in known]
@@ -438,7 +309,7 @@ def build_catalog(
             for name in config.ceiling.tools
             if name not in known
         ]
-    problems += config_problems(config)
+    problems += config_problems(config, families)
     if problems:
         raise ConfigError(f"{source}: " + "; ".join(problems))
     try:

@@ -20,16 +20,14 @@ from pathlib import Path
 from google.protobuf import json_format
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 from worker.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError
+from worker.plugin import ToolCallsPlugin
 from worker.render import dumps, shorten
-from worker.run import sandbox_runner
 from workflows.models import WORKFLOW_NAME
-from workflows.tool_call import ToolCallWorkflow
 
 REASON_CHARS = 300
 """A replay failure's message is cut to this on the report line."""
@@ -93,9 +91,8 @@ async def replay(paths: Sequence[str]) -> list[Report]:
     # Core logs every failed replay task as a warning; the report says it once, on one line.
     logging.getLogger("temporalio").setLevel(logging.CRITICAL)
     replayer = Replayer(
-        workflows=[ToolCallWorkflow],
-        data_converter=pydantic_data_converter,
-        workflow_runner=sandbox_runner(),
+        workflows=[],
+        plugins=[ToolCallsPlugin()],
         runtime=Runtime(
             telemetry=TelemetryConfig(
                 logging=LoggingConfig(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -18,80 +18,45 @@ from temporalio.client import Client
 from temporalio.common import SearchAttributeKey
 from temporalio.service import RPCError
 from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from activities.catalog import BUILTIN_TOOLS, ToolSpec
-from activities.runtime import ToolRuntime
+from activities.families import BUILTIN_FAMILIES
+from activities.family import AnyFamily, FamilyError
 from worker.config import Config, build_catalog
-from worker.families import FamilyError, build_families
+from worker.plugin import ToolCallsPlugin
 from workflows.models import SEARCH_ATTRIBUTES
-from workflows.tool_call import ToolCallWorkflow
 
 log = logging.getLogger("toolcalls.worker")
-
-PASSTHROUGH_MODULES = ("workflows.models", "workflows.policy", "pydantic", "pydantic_core")
-"""Pure modules the sandbox shares between workflow runs instead of re-importing them for each."""
 
 
 class StartupError(RuntimeError):
     """The worker cannot start; the message says why and what to do."""
 
 
-def sandbox_runner(*, isolate: bool = True) -> SandboxedWorkflowRunner:
-    """The sandbox for ``ToolCallWorkflow``; ``isolate=False`` shares the ``workflows`` package.
-
-    Isolated, the sandbox re-imports ``workflows.tool_call`` for every new workflow and proxies
-    what it imports, so a non-deterministic call slipped into the workflow code fails at once.
-    That costs more worker CPU per call than the rest of the call together (docs/performance.md),
-    so production workers share the package, whose determinism the replay suite and the isolated
-    test workers guard.
-    """
-    modules = PASSTHROUGH_MODULES if isolate else (*PASSTHROUGH_MODULES, "workflows")
-    return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules(*modules)
-    )
-
-
 def build_worker(
     client: Client,
     config: Config,
     *,
-    specs: Iterable[ToolSpec] = BUILTIN_TOOLS,
-    families: dict[type, object] | None = None,
+    families: Sequence[AnyFamily] = BUILTIN_FAMILIES,
+    instances: Mapping[type, object] | None = None,
 ) -> Worker:
-    """A worker for ``config``: the workflow and ``plan`` if it serves workflows, plus its tools."""
-    catalog = build_catalog(config, specs)
-    tools = config.served_tools(catalog)
+    """A worker for ``config`` through ``ToolCallsPlugin``: the workflow and ``plan`` if it serves
+    workflows, plus its tools; ``instances`` are prebuilt tool objects (tests)."""
+    plugin = ToolCallsPlugin(config, families=families, instances=instances)
     try:
-        built = build_families(config, catalog, tools)
+        served = plugin.served(config.queue)
+        if not served.workflows and not served.plan and not served.tools:
+            raise StartupError(f"nothing to serve on task queue {config.queue!r}")
+        return Worker(
+            client,
+            task_queue=config.queue,
+            plugins=[plugin],
+            graceful_shutdown_timeout=timedelta(seconds=config.worker.graceful_shutdown_seconds),
+            max_concurrent_activities=config.worker.max_concurrent_activities,
+            max_cached_workflows=config.worker.max_cached_workflows,
+            no_remote_activities=not served.remote_activities,
+        )
     except FamilyError as exc:
         raise StartupError(str(exc)) from exc
-    runtime = ToolRuntime(catalog, config.ceiling_policy(), families={**built, **(families or {})})
-    activities = runtime.tool_activities(tools)
-    workflows: Sequence[type] = ()
-    if config.serves_workflows:
-        workflows = [ToolCallWorkflow]
-    if config.serves_workflows or (tools and config.queue == config.task_queue):
-        # ``plan`` runs locally for the workflow, and remotely for parent workflows that plan a
-        # call before starting it (per-capability budgets): every activity poller on the
-        # deployment's queue must have it.
-        local = [name for name in runtime.pure_tools() if name in tools]
-        activities += runtime.workflow_activities(local if config.serves_workflows else ())
-    if not activities and not workflows:
-        raise StartupError(f"nothing to serve on task queue {config.queue!r}")
-    return Worker(
-        client,
-        task_queue=config.queue,
-        workflows=workflows,
-        activities=activities,
-        workflow_runner=sandbox_runner(isolate=config.worker.isolate_workflows),
-        graceful_shutdown_timeout=timedelta(seconds=config.worker.graceful_shutdown_seconds),
-        max_concurrent_activities=config.worker.max_concurrent_activities,
-        max_cached_workflows=config.worker.max_cached_workflows,
-        # A worker serving none of the tools assigned to its queue must not poll activity tasks,
-        # or it would take their tasks from the workers that serve them and fail them.
-        no_remote_activities=bool(config.queue_tools(catalog)) and not tools,
-    )
 
 
 async def ensure_search_attributes(client: Client) -> list[str]:

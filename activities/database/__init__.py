@@ -7,7 +7,14 @@ file, an authorizer that allows only reads, runtime limits and a deadline.
 """
 
 from activities.database.backend import DatabaseBackend
+from activities.database.family import DATABASE, DATABASE_TOOLS
 from activities.database.sqlite import SQLiteDatabase
 from activities.database.tools import DatabaseTools
 
-__all__ = ["DatabaseBackend", "DatabaseTools", "SQLiteDatabase"]
+__all__ = [
+    "DATABASE",
+    "DATABASE_TOOLS",
+    "DatabaseBackend",
+    "DatabaseTools",
+    "SQLiteDatabase",
+]

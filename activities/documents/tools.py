@@ -39,6 +39,7 @@ from activities.documents.models import (
 )
 from activities.documents.settings import DocumentSettings
 from activities.errors import tool_error
+from activities.family import Extra
 from activities.files.paths import Located, PathError, Roots, regular_file
 from activities.files.reading import path_failure, refused
 from activities.heartbeat import Heartbeat
@@ -60,7 +61,8 @@ KILL_SETTLE = 2.0
 """How long to wait for a killed parser to be reaped."""
 SNIPPET_CONTEXT = 60
 """Characters of context on each side of a match."""
-EXTRA_HINT = "pip install 'toolcalls[documents]'"
+EXTRA = Extra("documents", tuple(sorted(set(extract.EXTRA_MODULES.values()))))
+"""The parsers; they run on the worker's own interpreter, so what the worker lacks, they lack."""
 MAX_RESULT_BYTES = 1_000_000
 """A ``read_document`` result's JSON stays below the central payload cap (1 MiB): characters
 bound the extraction, but escaping and the brackets of many one-character cells can cost up to
@@ -85,22 +87,6 @@ class Extracted:
     input_bytes: int
     parts: list[Part]
     truncated: bool
-
-
-def missing_extra() -> list[str]:
-    """Modules of the ``documents`` extra this interpreter cannot import (the parser runs on the
-    worker's own interpreter, so what the worker lacks, the parser lacks)."""
-    import importlib.util
-
-    missing = []
-    for module in sorted(set(extract.EXTRA_MODULES.values())):
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            missing.append(module)
-    return missing
 
 
 class DocumentTools:
@@ -385,7 +371,7 @@ def _parser_error(
     if code == "missing_extra":
         return tool_error(
             ErrorCode.CONFIGURATION_ERROR,
-            f"{tool}: reading {fmt} needs the documents extra ({message}): {EXTRA_HINT}",
+            f"{tool}: reading {fmt} needs the documents extra ({message}): {EXTRA.hint}",
         )
     if code == "memory":
         return _memory(tool, path, settings)

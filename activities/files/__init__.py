@@ -4,3 +4,7 @@ Every path is opened below a root's descriptor by the kernel without following l
 (``paths``); writes exist only with a checkpoint store, which saves what is needed to undo a change
 before the change is made.
 """
+
+from activities.files.family import FILE_TOOLS, FILES
+
+__all__ = ["FILES", "FILE_TOOLS"]

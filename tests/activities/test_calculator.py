@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
 
 from activities.base import CallContext
-from activities.calculator import (
+from activities.core.calculator import (
     MAX_EXPONENT,
     MAX_EXPRESSION_CHARS,
     MAX_INT_DIGITS,

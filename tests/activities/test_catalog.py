@@ -13,9 +13,8 @@ import rfc8785
 from pydantic import BaseModel, Field
 
 from activities.base import CallContext, ToolArgs, ToolResult
+from activities.capabilities import CAPABILITIES, default_ceiling
 from activities.catalog import (
-    BUILTIN_TOOLS,
-    CAPABILITIES,
     DEFAULT_TOOLS,
     Catalog,
     CatalogError,
@@ -23,8 +22,8 @@ from activities.catalog import (
     Timeouts,
     ToolSpec,
     call_digest,
-    default_ceiling,
 )
+from activities.families import BUILTIN_TOOLS
 from activities.schema import strict_schema
 from tests.support.tools import ALL_TOOLS, EchoArgs
 from workflows import policy
@@ -125,7 +124,7 @@ def count_spec(name: str = "probe_count", arguments: type[ToolArgs] = Counter) -
         side_effect=SideEffect.READ,
         capabilities=("network.read",),
         timeouts=seconds(5),
-        family=CountTools,
+        implementation=CountTools,
     )
 
 
@@ -139,8 +138,8 @@ def count_spec(name: str = "probe_count", arguments: type[ToolArgs] = Counter) -
         ((echo(description="  "),), "probe_echo: description is empty"),
         ((echo(capabilities=("network.reed",)),), "probe_echo: unknown capabilities network.reed"),
         ((echo(name="probe_missing"),), "probe_missing: ProbeTools has no method 'probe_missing'"),
-        ((echo(family=None),), "probe_echo: an activity-backed tool needs both family and"),
-        ((echo(timeouts=None),), "probe_echo: an activity-backed tool needs both family and"),
+        ((echo(implementation=None),), "probe_echo: an activity-backed tool needs both"),
+        ((echo(timeouts=None),), "probe_echo: an activity-backed tool needs both"),
         ((echo(timeouts=seconds(0)),), "probe_echo: start_to_close must be positive"),
         ((echo(timeouts=seconds(-1)),), "probe_echo: start_to_close must be positive"),
         ((echo(timeouts=seconds(5, 5)),), "probe_echo: heartbeat must be positive and shorter"),
@@ -207,7 +206,7 @@ def test_invalid_settings_are_refused(settings: dict[str, Any], message: str) ->
 
 
 def test_default_settings_enable_the_tools_that_need_no_configuration() -> None:
-    cat = Catalog()
+    cat = Catalog(ALL_TOOLS)
     assert cat.names == list(DEFAULT_TOOLS)
     assert "calculator" in cat
     assert "probe_echo" not in cat

@@ -24,7 +24,7 @@ from tests.support.harness import (
 )
 from tests.support.tools import ALL_TOOL_NAMES
 from worker.config import Config, ConfigError, build_catalog, parse_config
-from worker.families import build_families
+from worker.plugin import build_instances
 from workflows.models import CallStatus, CapabilityPolicy, Effect, ErrorCode
 from workflows.tool_call import ToolCallWorkflow
 
@@ -208,13 +208,13 @@ def test_the_family_is_built_from_the_settings(tmp_path: Path) -> None:
         }
     )
     catalog = build_catalog(config)
-    family = build_families(config, catalog, catalog.names)[DatabaseTools]
+    family = build_instances(config, catalog, catalog.names)[DatabaseTools]
     assert isinstance(family, DatabaseTools)
     backend = family.backend
     assert isinstance(backend, SQLiteDatabase)
     assert (backend.path, backend.timeout_seconds, backend.max_tables) == (path, 2.5, 7)
     assert backend.max_result_bytes == 1_048_576
-    assert DatabaseTools not in build_families(config, catalog, [])
+    assert DatabaseTools not in build_instances(config, catalog, [])
     options = catalog.options("query_database")
     assert (options.start_to_close, options.heartbeat) == (
         timedelta(seconds=30),

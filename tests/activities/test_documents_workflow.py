@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from activities.catalog import DOCUMENT_TOOLS, Catalog, CatalogSettings
-from activities.documents.tools import DocumentTools, missing_extra
+from activities.catalog import Catalog, CatalogSettings
+from activities.documents import DOCUMENT_TOOLS
+from activities.documents.tools import EXTRA, DocumentTools
+from activities.family import FamilyError
 from tests.support.documents import docx_file, text_pdf
 from tests.support.filetrees import real_root
 from tests.support.harness import (
@@ -25,7 +27,7 @@ from tests.support.harness import (
     start_call,
 )
 from worker.config import ConfigError, build_catalog, config_problems, parse_config
-from worker.families import FamilyError, build_families
+from worker.plugin import build_instances
 from workflows.models import CallStatus, CapabilityPolicy, Effect, ErrorCode, SideEffect
 from workflows.tool_call import ToolCallWorkflow
 
@@ -122,7 +124,7 @@ def test_catalog_entries() -> None:
     for spec in DOCUMENT_TOOLS:
         assert spec.side_effect is SideEffect.READ
         assert spec.capabilities == ("filesystem.read",)
-        assert spec.family is DocumentTools
+        assert spec.implementation is DocumentTools
         assert spec.has_prepare is False
     catalog = Catalog(DOCUMENT_TOOLS, CatalogSettings(enabled=TOOLS))
     for name in TOOLS:
@@ -157,10 +159,10 @@ def test_config_needs_roots_the_extra_and_a_fitting_timeout(
     with pytest.raises(ConfigError, match="timeout_seconds: Input should be less than or equal"):
         parse_config({"tools": TOOLS, "documents": {"roots": ["/x"], "timeout_seconds": 51}})
     # The extra, simulated missing: its imports fail.
-    assert missing_extra() == []
+    assert EXTRA.missing() == []
     monkeypatch.setitem(sys.modules, "pypdf", None)
     monkeypatch.setitem(sys.modules, "openpyxl", None)
-    assert missing_extra() == ["openpyxl", "pypdf"]
+    assert EXTRA.missing() == ["openpyxl", "pypdf"]
     assert problems(documents={"roots": [str(tmp_path)]}) == [
         "documents: read_document, search_document need the documents extra (missing openpyxl, "
         "pypdf): pip install 'toolcalls[documents]'"
@@ -182,11 +184,11 @@ def test_worker_builds_the_family_with_its_roots(tmp_path: Path) -> None:
     root = real_root(tmp_path)
     (root / "a.docx").write_bytes(docx_file(["x"]))
     cfg = parse_config({"tools": TOOLS, "documents": {"roots": [str(root)], "max_sections": 7}})
-    families = build_families(cfg, build_catalog(cfg), TOOLS)
+    families = build_instances(cfg, build_catalog(cfg), TOOLS)
     tools = families[DocumentTools]
     assert isinstance(tools, DocumentTools)
     assert tools.settings.max_sections == 7
     assert tools.roots.locate(f"{root}/a.docx").root.path == str(root)
     gone = parse_config({"tools": TOOLS, "documents": {"roots": [str(root / "gone")]}})
     with pytest.raises(FamilyError, match=r"^documents\.roots: "):
-        build_families(gone, Catalog(DOCUMENT_TOOLS, CatalogSettings(enabled=TOOLS)), TOOLS)
+        build_instances(gone, Catalog(DOCUMENT_TOOLS, CatalogSettings(enabled=TOOLS)), TOOLS)

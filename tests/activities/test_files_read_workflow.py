@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from activities.catalog import FILE_TOOLS, Catalog, CatalogSettings
+from activities.catalog import Catalog, CatalogSettings
+from activities.files import FILE_TOOLS, FILES
 from activities.files.reading import FileReadTools
 from tests.support.filetrees import real_root
 from tests.support.harness import (
@@ -24,7 +25,7 @@ from tests.support.harness import (
     start_call,
 )
 from worker.config import ConfigError, build_catalog, config_problems, parse_config
-from worker.families import build_families
+from worker.plugin import build_instances
 from workflows.models import (
     CallStatus,
     CapabilityPolicy,
@@ -151,7 +152,7 @@ def test_catalog_entries() -> None:
     for spec in specs.values():
         assert spec.side_effect is SideEffect.READ
         assert spec.capabilities == ("filesystem.read",)
-        assert spec.family is FileReadTools
+        assert spec.implementation is FileReadTools
         assert spec.has_prepare is False
     catalog = Catalog(FILE_TOOLS, CatalogSettings(enabled=READ_TOOLS))
     search = catalog.options("search_files")
@@ -197,12 +198,12 @@ def test_worker_builds_the_family_with_its_roots(tmp_path: Path) -> None:
     root = real_root(tmp_path)
     cfg = parse_config({"tools": READ_TOOLS, "files": {"roots": [str(root)]}})
     catalog = build_catalog(cfg)
-    families = build_families(cfg, catalog, READ_TOOLS)
+    families = build_instances(cfg, catalog, READ_TOOLS)
     tools = families[FileReadTools]
     assert isinstance(tools, FileReadTools)
     try:
         assert [r.path for r in tools.roots.roots] == [str(root)]
-        assert tools.settings == cfg.files
-        assert build_families(cfg, catalog, ["calculator"]) == {}
+        assert tools.settings == cfg.family_settings(FILES).files
+        assert build_instances(cfg, catalog, ["calculator"]) == {}
     finally:
         tools.roots.close()

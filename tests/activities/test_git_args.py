@@ -13,7 +13,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from activities.base import CallContext
-from activities.catalog import default_ceiling
+from activities.capabilities import default_ceiling
 from activities.processes.git import GitArgs, GitReadArgs, GitTools
 from activities.processes.settings import GitSettings
 from tests.support.processes import executable

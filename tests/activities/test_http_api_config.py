@@ -11,7 +11,7 @@ import pytest
 from activities.network.http_api import HttpTools
 from activities.schema import strict_schema
 from worker.config import ConfigError, build_catalog, load_config, parse_config
-from worker.families import build_families
+from worker.plugin import build_instances
 from workflows.models import SideEffect
 
 API = {"name": "app_api", "base_url": "https://api.example.com/v1"}
@@ -66,9 +66,11 @@ def test_each_tool_gets_its_own_family_and_settings() -> None:
         }
     )
     catalog = build_catalog(config)
-    families = build_families(config, catalog, catalog.names)
+    families = build_instances(config, catalog, catalog.names)
     built: dict[str, Any] = {
-        spec.name: families[spec.family] for spec in catalog if spec.family is not None
+        spec.name: families[spec.implementation]
+        for spec in catalog
+        if spec.implementation is not None
     }
     assert set(built) == {"app_api", "http_request"}
     assert all(isinstance(family, HttpTools) for family in built.values())
@@ -78,7 +80,7 @@ def test_each_tool_gets_its_own_family_and_settings() -> None:
     assert callable(built["http_request"].prepare_http_request)
     app = catalog.get("app_api")
     assert app is not None
-    assert build_families(config, catalog, ["app_api"]).keys() == {app.family}
+    assert build_instances(config, catalog, ["app_api"]).keys() == {app.implementation}
 
 
 def test_names_must_be_unique_and_not_builtin() -> None:

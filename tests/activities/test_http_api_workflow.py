@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
+from activities.network import NETWORK
 from tests.support.harness import (
     decision,
     make_config,
@@ -200,7 +201,7 @@ async def test_a_write_that_may_have_happened_is_uncertain_after_one_attempt(
     routes = {"/api/v1/orders": Reply(status=201, body=b"{}", delay=2)}
     with recording_api(routes) as api:
         config = http_config(task_queue, api, ceiling={"default_effect": "allow"})
-        table = config.http[0].model_copy(update={"timeout_seconds": 0.3})
+        table = config.family_settings(NETWORK).http[0].model_copy(update={"timeout_seconds": 0.3})
         config = config.model_copy(update={"http": [table]})
         async with running_worker(client, config):
             handle = await start_call(

@@ -12,12 +12,13 @@ from contextlib import asynccontextmanager
 
 from temporalio.client import Client
 
+from activities.network import NETWORK
 from activities.network.fetch import FetchTools
 from activities.network.guard import NetworkGuard, any_address
 from activities.network.settings import FetchSettings
 from tests.support.harness import decision, make_config, pending_approval, run_call, start_call
 from tests.support.http_servers import MapResolver, serve, text
-from tests.support.tools import ALL_TOOL_NAMES, ALL_TOOLS, ProbeTools
+from tests.support.tools import ALL_FAMILIES, ALL_TOOL_NAMES, ProbeTools
 from worker.config import Config
 from worker.run import build_worker
 from workflows.models import CallStatus, CapabilityPolicy, Effect, ErrorCode
@@ -35,8 +36,11 @@ async def loopback_worker(client: Client, config: Config) -> AsyncIterator[None]
     guard = NetworkGuard(
         resolver=MapResolver({"site.test": ["127.0.0.1"]}), admit=any_address, allowed_ports=None
     )
-    families = {ProbeTools: ProbeTools(), FetchTools: FetchTools(config.fetch, guard=guard)}
-    async with build_worker(client, config, specs=ALL_TOOLS, families=families):
+    families = {
+        ProbeTools: ProbeTools(),
+        FetchTools: FetchTools(config.family_settings(NETWORK).fetch, guard=guard),
+    }
+    async with build_worker(client, config, families=ALL_FAMILIES, instances=families):
         yield
 
 
@@ -88,7 +92,7 @@ async def test_the_configured_worker_refuses_loopback_as_a_fixable_error(
     client: Client, task_queue: str
 ) -> None:
     config = fetch_config(task_queue)
-    async with build_worker(client, config, specs=ALL_TOOLS, families={}):
+    async with build_worker(client, config, families=ALL_FAMILIES, instances={}):
         literal = await run_call(client, task_queue, "fetch_url", {"url": "http://127.0.0.1/"})
         port = await run_call(client, task_queue, "fetch_url", {"url": "http://example.com:6379/"})
     assert literal.status is CallStatus.FAILED
@@ -117,5 +121,5 @@ async def test_a_url_with_credentials_is_refused_before_the_call_runs(
 
 def test_fetch_url_needs_no_configuration() -> None:
     config = fetch_config("q")
-    assert config.fetch == FetchSettings()
+    assert config.family_settings(NETWORK).fetch == FetchSettings()
     assert FetchSettings(user_agent="example-bot/1 (+https://example.com/bot)").user_agent

@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.catalog import BUILTIN_TOOLS, Catalog, CatalogSettings, default_ceiling
+from activities.capabilities import default_ceiling
+from activities.catalog import Catalog, CatalogSettings
+from activities.families import BUILTIN_TOOLS
 from activities.processes.command_args import (
     MAX_ARG_BYTES,
     MAX_EXEC_BYTES,
@@ -24,7 +26,7 @@ from activities.processes.commands import ProcessTools
 from activities.processes.runner import ProcessLedger
 from tests.support.processes import SYSTEM_PATH, call, executable, make_tools
 from worker.config import ConfigError, build_catalog, parse_config
-from worker.families import build_families
+from worker.plugin import build_instances
 from workflows.models import ErrorCode, PlanInput, ToolError
 
 PYTHON = f"{SYSTEM_PATH.split(':')[0]}/python3"
@@ -376,7 +378,7 @@ def problems(tmp_path: Path, data: dict[str, Any]) -> str:
 def test_a_complete_configuration_builds_the_family_and_its_ledger(tmp_path: Path) -> None:
     parsed = parse_config(config(tmp_path))
     catalog = build_catalog(parsed)
-    families = build_families(parsed, catalog, ["execute_command", "run_shell"])
+    families = build_instances(parsed, catalog, ["execute_command", "run_shell"])
     tools = families[ProcessTools]
     assert isinstance(tools, ProcessTools)
     assert tools.ledger.directory == tmp_path / "state" / "process-groups"

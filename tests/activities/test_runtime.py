@@ -23,12 +23,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from activities.base import CallContext
-from activities.catalog import (
-    MAX_PAYLOAD_BYTES,
-    Catalog,
-    CatalogSettings,
-    default_ceiling,
-)
+from activities.capabilities import default_ceiling
+from activities.catalog import MAX_PAYLOAD_BYTES, Catalog, CatalogSettings
 from activities.runtime import ToolRuntime
 from tests.support.tools import (
     ALL_TOOL_NAMES,
@@ -128,7 +124,7 @@ async def tool_worker(
 ) -> AsyncIterator[CountingProbes]:
     """Every probe tool's activities behind the runtime guard, plus the stand-in workflows."""
     probes = CountingProbes()
-    runtime = ToolRuntime(CATALOG, ceiling, families={ProbeTools: probes})
+    runtime = ToolRuntime(CATALOG, ceiling, instances={ProbeTools: probes})
     async with Worker(
         client,
         task_queue=task_queue,

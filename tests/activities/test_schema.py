@@ -11,8 +11,8 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from activities.base import ToolArgs
-from activities.catalog import BUILTIN_TOOLS
-from activities.clock import DateTimeArgs
+from activities.core.clock import DateTimeArgs
+from activities.families import BUILTIN_TOOLS
 from activities.schema import SchemaError, strict_schema
 from tests.support.tools import PROBE_TOOLS
 

@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from activities.catalog import STORAGE_TOOLS, Catalog, CatalogSettings, default_ceiling
+from activities.capabilities import default_ceiling
+from activities.catalog import Catalog, CatalogSettings
 from activities.schema import strict_schema
+from activities.storage import STORAGE_TOOLS
 from activities.storage.settings import MAX_VALUE_BYTES_CEILING
 from activities.storage.tools import DeleteValueArgs, GetValueArgs, ListKeysArgs, SetValueArgs
 from activities.storage.values import (

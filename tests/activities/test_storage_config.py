@@ -10,7 +10,7 @@ import pytest
 from activities.storage import InMemoryStorage, SQLiteStorage, StorageTools
 from activities.storage.settings import MAX_VALUE_BYTES_CEILING
 from worker.config import ConfigError, build_catalog, load_config, parse_config
-from worker.families import build_families
+from worker.plugin import build_instances
 
 READS = ["get_value", "list_keys"]
 WRITES = ["set_value", "delete_value"]
@@ -70,7 +70,7 @@ def test_families_use_sqlite_when_a_database_is_set(tmp_path: Path) -> None:
     )
     config = load_config(file)
     catalog = build_catalog(config)
-    family = build_families(config, catalog, catalog.names)[StorageTools]
+    family = build_instances(config, catalog, catalog.names)[StorageTools]
     assert isinstance(family, StorageTools)
     assert isinstance(family.storage, SQLiteStorage)
     assert (family.storage.path, family.storage.namespace) == (tmp_path / "kv.db", "agent-a")
@@ -81,7 +81,7 @@ def test_families_use_sqlite_when_a_database_is_set(tmp_path: Path) -> None:
 def test_families_keep_values_in_memory_without_a_database() -> None:
     config = parse_config({"tools": READS})
     catalog = build_catalog(config)
-    family = build_families(config, catalog, catalog.names)[StorageTools]
+    family = build_instances(config, catalog, catalog.names)[StorageTools]
     assert isinstance(family, StorageTools)
     assert isinstance(family.storage, InMemoryStorage)
-    assert StorageTools not in build_families(config, catalog, [])
+    assert StorageTools not in build_instances(config, catalog, [])

@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
-from activities.catalog import SEARCH_TOOLS, Catalog, CatalogSettings, default_ceiling
+from activities.capabilities import default_ceiling
+from activities.catalog import Catalog, CatalogSettings
+from activities.network import SEARCH_TOOLS
 from activities.network.search import WebSearchArgs, WebSearchResult, WebSearchTools
 from workflows.models import ErrorCode, PlanInput, SideEffect, ToolError
 
@@ -33,7 +35,7 @@ def refusal(**arguments: Any) -> ToolError:
 
 def test_the_catalog_declares_a_network_read_with_a_heartbeat() -> None:
     (spec,) = SEARCH_TOOLS
-    assert (spec.name, spec.family, spec.arguments, spec.result) == (
+    assert (spec.name, spec.implementation, spec.arguments, spec.result) == (
         "web_search",
         WebSearchTools,
         WebSearchArgs,

@@ -19,7 +19,7 @@ from temporalio.client import Client
 
 from activities.network.search import WebSearchTools
 from tests.support.harness import decision, make_config, pending_approval, run_call, start_call
-from tests.support.tools import ALL_TOOL_NAMES, ALL_TOOLS, ProbeTools
+from tests.support.tools import ALL_FAMILIES, ALL_TOOL_NAMES, ProbeTools
 from tests.support.web_search import BRAVE_HOST, KEY, WIKIPEDIA_HOST, Providers
 from worker.run import build_worker
 from workflows.models import CallStatus, CapabilityPolicy, Effect, ErrorCode
@@ -39,7 +39,7 @@ async def search_worker(
     if providers is not None:
         families[WebSearchTools] = providers.tools()
     worker = build_worker(
-        client, search_config(task_queue, **sections), specs=ALL_TOOLS, families=families
+        client, search_config(task_queue, **sections), families=ALL_FAMILIES, instances=families
     )
     async with worker:
         yield

@@ -18,7 +18,7 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from tests.support.tools import ALL_TOOL_NAMES, ALL_TOOLS, ProbeTools
+from tests.support.tools import ALL_FAMILIES, ALL_TOOL_NAMES, ProbeTools
 from worker.config import Config, parse_config
 from worker.run import build_worker
 from workflows.models import (
@@ -57,7 +57,7 @@ async def running_worker(
 ) -> AsyncIterator[ProbeTools]:
     """Run a worker for ``config`` (with every probe tool) for the duration of the block."""
     probes = probes or ProbeTools()
-    worker = build_worker(client, config, specs=ALL_TOOLS, families={ProbeTools: probes})
+    worker = build_worker(client, config, families=ALL_FAMILIES, instances={ProbeTools: probes})
     for key, value in overrides.items():
         setattr(worker, key, value)
     async with worker:

@@ -12,8 +12,11 @@ from datetime import timedelta
 from pydantic import Field
 
 from activities.base import CallContext, ToolArgs, ToolResult
-from activities.catalog import BUILTIN_TOOLS, CORE_TOOLS, Timeouts, ToolSpec
+from activities.catalog import Timeouts, ToolSpec
+from activities.core import CORE_TOOLS
 from activities.errors import tool_error
+from activities.families import BUILTIN_FAMILIES, BUILTIN_TOOLS
+from activities.family import AnyFamily, Family, NoSettings, Resources
 from activities.heartbeat import Heartbeat
 from workflows.models import ErrorCode, Prepared, PreviewArtifact, SideEffect
 
@@ -156,7 +159,7 @@ def _spec(
             start_to_close=timedelta(seconds=start_to_close),
             heartbeat=timedelta(seconds=heartbeat) if heartbeat else None,
         ),
-        family=ProbeTools,
+        implementation=ProbeTools,
     )
 
 
@@ -172,5 +175,15 @@ PROBE_TOOLS = (
 )
 ALL_TOOLS = (*BUILTIN_TOOLS, *PROBE_TOOLS)
 """Every tool a test worker knows."""
+
+
+def _build_probes(settings: NoSettings, resources: Resources) -> list[object]:
+    return [ProbeTools()] if resources.serves(ProbeTools) else []
+
+
+PROBES = Family(name="probes", settings=NoSettings, tools=PROBE_TOOLS, build=_build_probes)
+"""The probe tools as a family of their own, declared like the built-ins."""
+ALL_FAMILIES: tuple[AnyFamily, ...] = (*BUILTIN_FAMILIES, PROBES)
+"""Every family a test worker knows."""
 ALL_TOOL_NAMES = [spec.name for spec in (*CORE_TOOLS, *PROBE_TOOLS)]
 """The tools test workers enable by default: the ones that need no configuration."""

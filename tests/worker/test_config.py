@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from activities.catalog import CAPABILITIES, DEFAULT_TOOLS, Timeouts, default_ceiling
+from activities.capabilities import CAPABILITIES, default_ceiling
+from activities.catalog import DEFAULT_TOOLS, Timeouts
 from worker.config import (
     CONFIG_ENV,
     Config,

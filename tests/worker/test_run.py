@@ -267,7 +267,7 @@ async def test_worker_options_come_from_the_config(client: Client, task_queue: s
             "max_concurrent_activities": 9,
         },
     )
-    options = build_worker(client, config).config()
+    options = build_worker(client, config).config(active_config=True)
     assert options["task_queue"] == task_queue
     assert options.get("max_cached_workflows") == 0
     assert options.get("max_concurrent_activities") == 9

@@ -15,7 +15,7 @@ from temporalio.worker import Replayer, Worker
 
 from tests.support.harness import history_types, make_config, running_worker, wait_for
 from tests.support.parents import AgentParent, ParentInput, ParentOutput
-from worker.run import sandbox_runner
+from worker.plugin import sandbox_runner
 from workflows.client import ToolCallClient
 from workflows.models import (
     CallStatus,

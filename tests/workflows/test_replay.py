@@ -19,9 +19,9 @@ from temporalio.worker import Replayer, Worker
 from activities.runtime import ToolRuntime
 from tests.record_histories import EXPECTED_STATUS, HISTORIES
 from tests.support.harness import history_types, make_config, start_call
-from tests.support.tools import ALL_TOOLS
+from tests.support.tools import ALL_FAMILIES
 from worker.config import build_catalog
-from worker.run import sandbox_runner
+from worker.plugin import sandbox_runner
 from workflows.models import WORKFLOW_NAME, CallStatus, ToolCallRequest, ToolCallResult
 from workflows.tool_call import ToolCallWorkflow
 
@@ -101,7 +101,7 @@ async def test_edit_with_patch_replays_old_histories(name: str) -> None:
 async def test_edit_with_patch_takes_the_new_branch_in_new_runs(
     client: Client, task_queue: str
 ) -> None:
-    runtime = ToolRuntime(build_catalog(make_config(task_queue), ALL_TOOLS))
+    runtime = ToolRuntime(build_catalog(make_config(task_queue), ALL_FAMILIES))
     worker = Worker(
         client,
         task_queue=task_queue,

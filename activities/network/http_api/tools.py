@@ -268,5 +268,5 @@ def http_tool_spec(settings: HttpToolSettings) -> ToolSpec:
             + EXECUTION_MARGIN,
             heartbeat=HEARTBEAT,
         ),
-        family=HttpTools.family_for(settings),
+        implementation=HttpTools.family_for(settings),
     )

@@ -18,10 +18,13 @@ from activities.processes.git.args import (
     GitReadArgs,
     git_capabilities,
 )
+from activities.processes.git.family import GIT, GIT_TOOLS
 from activities.processes.git.tools import GitTools, resolve_executable, settings_problems
 
 __all__ = [
     "DESCRIPTION",
+    "GIT",
+    "GIT_TOOLS",
     "READ_ONLY_DESCRIPTION",
     "GitArgs",
     "GitCall",

@@ -1,0 +1,101 @@
+"""The process family: ``execute_command`` and ``run_shell`` (``[process]`` and ``[shell]``).
+
+Both run real processes on the worker's host with bounded time and output; ``git``, a family of
+its own, shares their process ledger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import timedelta
+
+from pydantic import Field
+
+from activities.catalog import Timeouts, ToolSpec
+from activities.family import Deployment, Family, FamilySettings, Resources
+from activities.processes.command_args import ExecuteCommandArgs, RunShellArgs
+from activities.processes.commands import ProcessTools
+from activities.processes.resolve import config_problems
+from activities.processes.runner import ProcessLedger, ProcessResult
+from activities.processes.settings import ProcessSettings, ShellSettings
+from workflows.models import SideEffect
+
+PROCESS_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="execute_command",
+        description=(
+            "Run a program on the worker's host without a shell: argv as given, an absolute cwd "
+            "inside a configured root, and exactly the environment in env ([] inherits nothing; "
+            "a bare program name is looked up only in env's PATH). Returns exit_code, stdout, "
+            "stderr, truncated, timed_out, canceled, budget_exceeded and duration_seconds; a "
+            "non-zero exit or a timeout is a result, not a failure. Not a sandbox."
+        ),
+        arguments=ExecuteCommandArgs,
+        result=ProcessResult,
+        side_effect=SideEffect.WRITE,
+        capabilities=("process.execute",),
+        # The longest command the spec allows (300 s), its kill (grace and reap) and its report;
+        # heartbeats carry cancellation and reveal a lost worker within seconds.
+        timeouts=Timeouts(start_to_close=timedelta(seconds=330), heartbeat=timedelta(seconds=10)),
+        implementation=ProcessTools,
+    ),
+    ToolSpec(
+        name="run_shell",
+        description=(
+            "Run a script with the deployment's POSIX shell (sh -c) in the deployment's "
+            "directory, environment and limits: pipelines, redirects and ordinary shell syntax. "
+            "Each call starts a fresh shell. Returns exit_code, stdout, stderr, truncated, "
+            "timed_out, canceled, budget_exceeded and duration_seconds; a non-zero exit or a "
+            "timeout is a result, not a failure. Not a sandbox."
+        ),
+        arguments=RunShellArgs,
+        result=ProcessResult,
+        side_effect=SideEffect.WRITE,
+        capabilities=("process.execute", "shell.execute"),
+        timeouts=Timeouts(start_to_close=timedelta(seconds=330), heartbeat=timedelta(seconds=10)),
+        implementation=ProcessTools,
+    ),
+)
+
+
+class ProcessFamilySettings(FamilySettings):
+    process: ProcessSettings = Field(default_factory=ProcessSettings)
+    shell: ShellSettings = Field(default_factory=ShellSettings)
+
+
+def process_ledger(resources: Resources) -> ProcessLedger:
+    """The worker's one ledger of the process groups it started, for every family that runs
+    processes: a successor reaps what a lost worker left running."""
+    return resources.shared(
+        "state_dir", lambda: ProcessLedger(resources.state_dir / "process-groups")
+    )
+
+
+def _build(settings: ProcessFamilySettings, resources: Resources) -> Iterable[object]:
+    if not resources.serves(ProcessTools):
+        return []
+    return [ProcessTools(settings.process, settings.shell, process_ledger(resources))]
+
+
+def _problems(settings: ProcessFamilySettings, deployment: Deployment) -> list[str]:
+    # Roots, the shell, and limits that fit the activity timeout.
+    return config_problems(
+        settings.process,
+        settings.shell,
+        set(deployment.enabled),
+        served={spec.name for spec in PROCESS_TOOLS if deployment.runs_here([spec.name])},
+        start_to_close={
+            spec.name: seconds
+            for spec in PROCESS_TOOLS
+            if (seconds := deployment.start_to_close(spec.name)) is not None
+        },
+    )
+
+
+PROCESSES = Family(
+    name="processes",
+    settings=ProcessFamilySettings,
+    tools=PROCESS_TOOLS,
+    build=_build,
+    problems=_problems,
+)

@@ -1,0 +1,79 @@
+"""The git family: the ``git`` tool over one configured repository (``[git]``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from datetime import timedelta
+
+from pydantic import Field
+
+from activities.catalog import Timeouts, ToolSpec
+from activities.family import Deployment, Family, FamilySettings, Resources
+from activities.processes.family import process_ledger
+from activities.processes.git.args import (
+    DESCRIPTION,
+    READ_ONLY_DESCRIPTION,
+    GitArgs,
+    GitReadArgs,
+    git_capabilities,
+)
+from activities.processes.git.tools import GitTools, settings_problems
+from activities.processes.runner import ProcessResult
+from activities.processes.settings import GitSettings
+from workflows.models import SideEffect
+
+GIT_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="git",
+        description=DESCRIPTION,
+        # Without ``git.allow_write`` the deployment advertises ``GitReadArgs`` instead
+        # (``_advertise``): add and commit are absent from the enum.
+        arguments=GitArgs,
+        result=ProcessResult,
+        # add and commit change the repository; one attempt for every operation, and a lost
+        # worker is ``uncertain``.
+        side_effect=SideEffect.WRITE,
+        capabilities=git_capabilities,
+        # The longest run git.timeout_seconds allows (300 s), its kill (grace and reap), reading
+        # the repository's filter configuration (5 s) and the report.
+        timeouts=Timeouts(start_to_close=timedelta(seconds=330), heartbeat=timedelta(seconds=10)),
+        implementation=GitTools,
+    ),
+)
+
+
+class GitFamilySettings(FamilySettings):
+    git: GitSettings = Field(default_factory=GitSettings)
+
+
+def _build(settings: GitFamilySettings, resources: Resources) -> Iterable[object]:
+    if not resources.serves(GitTools):
+        return []
+    return [GitTools(settings.git, process_ledger(resources))]
+
+
+def _problems(settings: GitFamilySettings, deployment: Deployment) -> list[str]:
+    if "git" not in deployment.enabled:
+        return []
+    return settings_problems(settings.git, on_this_host=deployment.runs_here(["git"]))
+
+
+def _advertise(settings: GitFamilySettings, tools: tuple[ToolSpec, ...]) -> tuple[ToolSpec, ...]:
+    """Without ``git.allow_write``, ``git``'s operations are only status, diff, log and show:
+    add and commit are absent from the schema."""
+    if settings.git.allow_write:
+        return tools
+    return tuple(
+        replace(spec, arguments=GitReadArgs, description=READ_ONLY_DESCRIPTION) for spec in tools
+    )
+
+
+GIT = Family(
+    name="git",
+    settings=GitFamilySettings,
+    tools=GIT_TOOLS,
+    build=_build,
+    problems=_problems,
+    advertise=_advertise,
+)

@@ -1,0 +1,148 @@
+"""``ToolCallsPlugin`` on a worker and a client the user builds, beside their own workflows."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+from temporalio.contrib.pydantic import PydanticPayloadConverter
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer, Worker
+
+from tests.support.harness import make_config, running_worker
+from tests.support.tools import ALL_FAMILIES, ProbeTools
+from tests.support.user_app import UserApp, shout
+from worker.config import ConfigError, parse_config
+from worker.plugin import PLUGIN_NAME, ToolCallsPlugin
+from worker.run import build_worker
+from workflows.models import CallStatus, ToolCallRequest
+from workflows.tool_call import ToolCallWorkflow
+
+EXPECTED = "HI completed {'expression': '6 * 7', 'result': 42}"
+
+
+def calc(expression: str = "6 * 7") -> ToolCallRequest:
+    return ToolCallRequest(tool="calculator", arguments={"expression": expression})
+
+
+async def connect(env: WorkflowEnvironment, *plugins: ToolCallsPlugin) -> Client:
+    return await Client.connect(
+        env.client.service_client.config.target_host,
+        namespace=env.client.namespace,
+        plugins=list(plugins),
+    )
+
+
+async def test_a_client_built_with_the_plugin_gives_its_workers_the_tools(
+    env: WorkflowEnvironment,
+) -> None:
+    # The user's client names only the plugin: it brings the data converter.
+    client = await connect(env, ToolCallsPlugin(parse_config({})))
+    assert client.data_converter.payload_converter_class is PydanticPayloadConverter
+    queue = f"app-{uuid.uuid4()}"
+    # The user's worker on their own queue, with their own workflow and activity; the workflow,
+    # plan and tools come from the client's plugin, with the worker's queue as the deployment's.
+    async with Worker(client, task_queue=queue, workflows=[UserApp], activities=[shout]):
+        mine = await client.execute_workflow(
+            UserApp.run, "hi", id=f"app-{uuid.uuid4()}", task_queue=queue
+        )
+        direct = await client.execute_workflow(
+            ToolCallWorkflow.run, calc("2 ** 10"), id=f"call-{uuid.uuid4()}", task_queue=queue
+        )
+    assert mine == EXPECTED
+    assert direct.status is CallStatus.COMPLETED
+    assert direct.output == {"expression": "2 ** 10", "result": 1024}
+
+
+async def test_a_worker_given_the_plugin_serves_calls_from_a_plain_client(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    config = parse_config(
+        {
+            "tools": ["calculator", "read_file"],
+            "files": {"roots": [str(tmp_path)]},
+            "state_dir": str(tmp_path / "state"),
+        }
+    )
+    (tmp_path / "note.txt").write_text("from the user's worker\n")
+    client = await connect(env)
+    queue = f"app-{uuid.uuid4()}"
+    plugin = ToolCallsPlugin(config)
+    async with Worker(
+        client, task_queue=queue, workflows=[UserApp], activities=[shout], plugins=[plugin]
+    ):
+        # A plain client has no pydantic converter; calls go through one that has.
+        calls = await connect(env, plugin)
+        mine = await calls.execute_workflow(
+            UserApp.run, "hi", id=f"app-{uuid.uuid4()}", task_queue=queue
+        )
+        read = await calls.execute_workflow(
+            ToolCallWorkflow.run,
+            ToolCallRequest(tool="read_file", arguments={"path": str(tmp_path / "note.txt")}),
+            id=f"call-{uuid.uuid4()}",
+            task_queue=queue,
+        )
+    assert mine == EXPECTED
+    assert read.status is CallStatus.COMPLETED, read.error
+    assert read.output is not None
+    assert read.output["content"] == "from the user's worker\n"
+    assert plugin.served(queue).tools == ["calculator", "read_file"]
+
+
+def test_the_plugin_serves_only_what_the_configuration_assigns_to_the_queue(
+    tmp_path: Path,
+) -> None:
+    config = parse_config(
+        {
+            "tools": ["calculator", "current_datetime", "read_file"],
+            "files": {"roots": [str(tmp_path)]},
+            "activities": {"task_queues": {"read_file": "file-host"}},
+        }
+    )
+    plugin = ToolCallsPlugin(config)
+    here = plugin.served("my-app")
+    assert (here.workflows, here.plan, here.tools) == (
+        True,
+        True,
+        ["calculator", "current_datetime"],
+    )
+    # The file host's own configuration names its queue; it runs read_file and no workflows.
+    host = ToolCallsPlugin(
+        config.model_copy(
+            update={"worker": config.worker.model_copy(update={"queue": "file-host"})}
+        )
+    )
+    there = host.served("file-host")
+    assert (there.workflows, there.tools) == (False, ["read_file"])
+    # A worker on another queue than the configuration names is a mistake, said at once.
+    with pytest.raises(
+        ConfigError, match=r"worker\.queue is 'file-host' but this worker polls 'x'"
+    ):
+        host.served("x")
+
+
+async def test_the_binary_builds_its_worker_through_the_plugin(
+    client: Client, task_queue: str
+) -> None:
+    config = make_config(task_queue)
+    async with running_worker(client, config) as probes:
+        assert isinstance(probes, ProbeTools)
+        result = await client.execute_workflow(
+            ToolCallWorkflow.run, calc(), id=f"call-{uuid.uuid4()}", task_queue=task_queue
+        )
+    assert result.status is CallStatus.COMPLETED
+    worker = build_worker(client, config, families=ALL_FAMILIES)
+    assert [p.name() for p in worker.config()["plugins"]] == [PLUGIN_NAME]
+
+
+async def test_a_replayer_with_the_plugin_replays_a_call(client: Client, task_queue: str) -> None:
+    async with running_worker(client, make_config(task_queue)):
+        handle = await client.start_workflow(
+            ToolCallWorkflow.run, calc(), id=f"call-{uuid.uuid4()}", task_queue=task_queue
+        )
+        await handle.result()
+    history = await handle.fetch_history()
+    result = await Replayer(workflows=[], plugins=[ToolCallsPlugin()]).replay_workflow(history)
+    assert result.replay_failure is None

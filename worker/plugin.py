@@ -1,0 +1,201 @@
+"""``ToolCallsPlugin``: what a Temporal client, worker and replayer need for tool calls.
+
+Given to a client it sets the data converter every toolcalls payload needs; given to a worker (or
+to the client the worker is built from) it adds ``ToolCallWorkflow``, the ``plan`` activity and
+the activities of the enabled tools this worker serves, built from the families' declarations;
+given to a replayer it adds the workflow and the converter. The ``toolcalls worker`` binary builds
+its worker through it too, so a user's own worker and ours serve calls the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.plugin import SimplePlugin
+from temporalio.worker import ReplayerConfig, WorkerConfig, WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from activities.catalog import Catalog
+from activities.families import BUILTIN_FAMILIES
+from activities.family import AnyFamily, Resources
+from activities.runtime import ToolRuntime
+from worker.config import Config, ConfigError, build_catalog
+from workflows.tool_call import ToolCallWorkflow
+
+PLUGIN_NAME = "toolcalls.ToolCallsPlugin"
+PASSTHROUGH_MODULES = ("workflows.models", "workflows.policy", "pydantic", "pydantic_core")
+"""Pure modules the sandbox shares between workflow runs instead of re-importing them for each."""
+
+
+def sandbox_runner(*, isolate: bool = True) -> SandboxedWorkflowRunner:
+    """The sandbox for ``ToolCallWorkflow``; ``isolate=False`` shares the ``workflows`` package."""
+    return _with_passthrough(SandboxedWorkflowRunner(), isolate=isolate)
+
+
+def _with_passthrough(runner: SandboxedWorkflowRunner, *, isolate: bool) -> SandboxedWorkflowRunner:
+    """``runner`` sharing our pure modules between workflow runs.
+
+    Isolated, the sandbox re-imports ``workflows.tool_call`` for every new workflow and proxies
+    what it imports, so a non-deterministic call slipped into the workflow code fails at once.
+    That costs more worker CPU per call than the rest of the call together (docs/performance.md),
+    so production workers share the package, whose determinism the replay suite and the isolated
+    test workers guard.
+    """
+    modules = PASSTHROUGH_MODULES if isolate else (*PASSTHROUGH_MODULES, "workflows")
+    restrictions: SandboxRestrictions = runner.restrictions.with_passthrough_modules(*modules)
+    return dataclasses.replace(runner, restrictions=restrictions)
+
+
+class ServedQueue:
+    """What one worker on one task queue serves of a deployment."""
+
+    def __init__(self, config: Config, families: Sequence[AnyFamily]) -> None:
+        self.config = config
+        self.catalog: Catalog = build_catalog(config, families)
+        self.tools = config.served_tools(self.catalog)
+        """The enabled activity-backed tools this worker runs."""
+        self.workflows = config.serves_workflows
+        # ``plan`` runs locally for the workflow, and remotely for parent workflows that plan a
+        # call before starting it (per-capability budgets): every activity poller on the
+        # deployment's queue must have it.
+        self.plan = self.workflows or bool(self.tools and config.queue == config.task_queue)
+        self.remote_activities = not (bool(config.queue_tools(self.catalog)) and not self.tools)
+        """False when this worker serves none of the tools assigned to its queue: it must not poll
+        activity tasks, or it would take their tasks from the workers that serve them."""
+
+
+class ToolCallsPlugin(SimplePlugin):
+    """Serve and start tool calls from your own Temporal client and worker.
+
+    ``Client.connect(..., plugins=[ToolCallsPlugin(config)])`` gives the client the data
+    converter; a ``Worker`` built from that client, or given the plugin itself, serves the
+    deployment on its task queue: the workflow (unless ``[worker] serve_workflows = false``), the
+    ``plan`` activity and the enabled tools assigned to that queue. Without a ``[worker] queue``
+    in the configuration, the worker's own task queue stands for the deployment's ``task_queue``.
+
+    ``families`` and ``instances`` (prebuilt objects for tool classes, by class) are for tests and
+    for deployments that add families of their own.
+    """
+
+    def __init__(
+        self,
+        config: Config | None = None,
+        *,
+        families: Sequence[AnyFamily] = BUILTIN_FAMILIES,
+        instances: Mapping[type, object] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(PLUGIN_NAME, data_converter=pydantic_data_converter)
+        self.config = config if config is not None else Config()
+        self.families = tuple(families)
+        self._instances = dict(instances or {})
+        self._environ = os.environ if environ is None else environ
+        self._served: dict[str, ServedQueue] = {}
+
+    def served(self, task_queue: str) -> ServedQueue:
+        """What a worker polling ``task_queue`` serves (built once per queue).
+
+        Raises:
+            ConfigError: the configuration names another queue for this worker, or is invalid.
+        """
+        if task_queue not in self._served:
+            self._served[task_queue] = ServedQueue(self._deployment(task_queue), self.families)
+        return self._served[task_queue]
+
+    def _deployment(self, task_queue: str) -> Config:
+        config = self.config
+        if config.worker.queue is not None:
+            if config.worker.queue != task_queue:
+                raise ConfigError(
+                    f"worker.queue is {config.worker.queue!r} but this worker polls {task_queue!r}"
+                )
+            return config
+        if task_queue == config.task_queue:
+            return config
+        return config.model_copy(update={"task_queue": task_queue})
+
+    def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
+        config = super().configure_worker(config)
+        served = self.served(config["task_queue"])
+        runtime = ToolRuntime(
+            served.catalog,
+            served.config.ceiling_policy(),
+            instances={
+                **build_instances(
+                    served.config,
+                    served.catalog,
+                    served.tools,
+                    self.families,
+                    prebuilt=self._instances,
+                    environ=self._environ,
+                ),
+                **self._instances,
+            },
+        )
+        activities = runtime.tool_activities(served.tools)
+        if served.plan:
+            local = [name for name in runtime.pure_tools() if name in served.tools]
+            activities += runtime.workflow_activities(local if served.workflows else ())
+        config["activities"] = [*config.get("activities", ()), *activities]
+        if served.workflows:
+            config["workflows"] = [*config.get("workflows", ()), ToolCallWorkflow]
+            config["workflow_runner"] = self._runner(
+                config.get("workflow_runner"), isolate=served.config.worker.isolate_workflows
+            )
+        return config
+
+    def configure_replayer(self, config: ReplayerConfig) -> ReplayerConfig:
+        config = super().configure_replayer(config)
+        config["workflows"] = [*config.get("workflows", ()), ToolCallWorkflow]
+        # Replay checks determinism, so it always re-imports the workflow code in the sandbox.
+        config["workflow_runner"] = self._runner(config.get("workflow_runner"), isolate=True)
+        return config
+
+    @staticmethod
+    def _runner(existing: WorkflowRunner | None, *, isolate: bool) -> WorkflowRunner:
+        # A runner of the user's own choosing that is not the sandbox is left alone.
+        if existing is None:
+            return sandbox_runner(isolate=isolate)
+        if isinstance(existing, SandboxedWorkflowRunner):
+            return _with_passthrough(existing, isolate=isolate)
+        return existing
+
+
+def build_instances(
+    config: Config,
+    catalog: Catalog,
+    served: Iterable[str],
+    families: Sequence[AnyFamily] = BUILTIN_FAMILIES,
+    *,
+    prebuilt: Iterable[type] = (),
+    environ: Mapping[str, str] | None = None,
+) -> dict[type, object]:
+    """Each family's objects for the tools in ``served``, by class, sharing resources (one set of
+    file roots, one process ledger); classes in ``prebuilt`` are left to the caller.
+
+    Raises:
+        FamilyError: naming the setting when a resource cannot be opened (a root, the checkpoint
+            store, the storage database, the state directory).
+    """
+    skip = set(prebuilt)
+    implementations: dict[str, type] = {}
+    for name in served:
+        spec = catalog.get(name)
+        cls = spec.implementation if spec is not None else None
+        if cls is not None and cls not in skip:
+            implementations[name] = cls
+    resources = Resources(
+        implementations,
+        state_dir=Path(config.state_dir),
+        environ=os.environ if environ is None else environ,
+    )
+    built: dict[type, object] = {}
+    for family in families:
+        settings = config.family_settings(family)
+        if any(spec.name in implementations for spec in family.offered(settings)):
+            built.update((type(obj), obj) for obj in family.build(settings, resources))
+    return built
