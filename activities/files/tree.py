@@ -6,6 +6,10 @@ no link is followed (symlinks, like FIFOs, sockets and devices, are reported as 
 entered), and no other filesystem is entered. Entries come in the order the filesystem lists them,
 depth first; the walk stops after ``MAX_ENTRIES`` entries and does not enter directories more than
 ``MAX_DEPTH`` levels deep, and says so in its ``WalkStats``.
+
+Entries no tool could name are left out and counted: names that are not UTF-8, and names with a
+character every path refuses (``names``), which shown raw could break or reorder the result; such
+a directory is not entered either.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from activities.files.names import refused_character
 from activities.files.paths import MAX_PATH_BYTES, PathError, Roots
 
 MAX_ENTRIES = 10_000
@@ -40,6 +45,9 @@ class Skip(StrEnum):
     OTHER_FILESYSTEM = "other_filesystem"
     UNDECODABLE_NAME = "undecodable_name"
     """The name is not UTF-8, so no result could name it and no tool could open it."""
+    REFUSED_NAME = "refused_name"
+    """The name has a character every path refuses (a control, an invisible format character, a
+    backslash): no tool would open it, and shown raw it could break or reorder the result."""
     PATH_TOO_LONG = "path_too_long"
     BINARY = "binary"
     OVERSIZED = "oversized"
@@ -132,6 +140,9 @@ def walk(
             path = f"{frame.path}/{name}"
             if not _utf8(name):
                 stats.skip(Skip.UNDECODABLE_NAME)
+                continue
+            if refused_character(name) is not None:
+                stats.skip(Skip.REFUSED_NAME)
                 continue
             if len(path) * 4 >= MAX_PATH_BYTES and len(path.encode()) >= MAX_PATH_BYTES:
                 stats.skip(Skip.PATH_TOO_LONG)

@@ -126,11 +126,14 @@ async def test_refusals_reach_the_model_as_fixable_errors(
     async with running_worker(client, config(task_queue, root)):
         outside = await run_call(client, task_queue, "read_file", {"path": "/etc/passwd"})
         at_plan = await run_call(client, task_queue, "read_file", {"path": f"{root}/a\x00b"})
+        spoofed = await run_call(
+            client, task_queue, "read_file", {"path": f"{root}/notes/\u202etxt.exe"}
+        )
         fifo = await run_call(client, task_queue, "read_file", {"path": f"{root}/pipe"})
         past_end = await run_call(
             client, task_queue, "read_file", {"path": f"{root}/notes/todo.txt", "offset": 99}
         )
-    for result in (outside, at_plan, fifo, past_end):
+    for result in (outside, at_plan, spoofed, fifo, past_end):
         assert result.status is CallStatus.FAILED
         assert result.error is not None
         assert result.error.code is ErrorCode.INVALID_ARGUMENTS
@@ -139,6 +142,11 @@ async def test_refusals_reach_the_model_as_fixable_errors(
     assert outside.error.fixable_args == ["path"]
     assert at_plan.error is not None
     assert "contains a NUL byte" in at_plan.error.message
+    assert spoofed.error is not None
+    assert spoofed.error.message == (
+        "read_file: invalid arguments: path: contains an invisible format character (U+202E)"
+    )
+    assert spoofed.error.fixable_args == ["path"]
     assert fifo.error is not None
     assert fifo.error.message == f"read_file: {root}/pipe: not a regular file"
     assert past_end.error is not None
