@@ -9,7 +9,8 @@ depth first; the walk stops after ``MAX_ENTRIES`` entries and does not enter dir
 
 Entries no tool could name are left out and counted: names that are not UTF-8, and names with a
 character every path refuses (``names``), which shown raw could break or reorder the result; such
-a directory is not entered either.
+a directory is not entered either. Version-control directories (``VCS_DIRECTORIES``) are left out
+and not entered unless the caller asks for them.
 """
 
 from __future__ import annotations
@@ -29,6 +30,12 @@ MAX_ENTRIES = 10_000
 """Entries one traversal visits at most (the spec's 10,000)."""
 MAX_DEPTH = 20
 """Directory levels one traversal reads at most, the starting directory being the first."""
+VCS_DIRECTORIES = frozenset(
+    {".git", ".hg", ".svn", ".bzr", "_darcs", ".pijul", ".jj", ".sl", "CVS", "_MTN"}
+)
+"""Metadata directories version-control systems keep in a working tree (Git, Mercurial,
+Subversion, Bazaar, Darcs, Pijul, Jujutsu, Sapling, CVS, Monotone): the history's internals,
+often thousands of entries that would use up a walk's limits and bury the files themselves."""
 
 
 class Kind(StrEnum):
@@ -48,6 +55,8 @@ class Skip(StrEnum):
     REFUSED_NAME = "refused_name"
     """The name has a character every path refuses (a control, an invisible format character, a
     backslash): no tool would open it, and shown raw it could break or reorder the result."""
+    VCS_DIRECTORY = "vcs_directory"
+    """A version-control directory, neither listed nor entered unless asked for."""
     PATH_TOO_LONG = "path_too_long"
     BINARY = "binary"
     OVERSIZED = "oversized"
@@ -103,14 +112,16 @@ def walk(
     stats: WalkStats,
     *,
     recursive: bool,
+    include_vcs: bool = False,
     stop: threading.Event | None = None,
     max_entries: int = MAX_ENTRIES,
     max_depth: int = MAX_DEPTH,
 ) -> Generator[Entry, None, None]:
     """The entries below ``top_fd`` (a directory descriptor the caller keeps owning).
 
-    Stops early once ``stop`` is set (a canceled call), marking the walk truncated. Closing the
-    generator closes every descriptor it opened.
+    Version-control directories are skipped unless ``include_vcs``. Stops early once ``stop`` is
+    set (a canceled call), marking the walk truncated. Closing the generator closes every
+    descriptor it opened.
     """
     top = top_path.rstrip("/") or "/"
     prefix = "" if top == "/" else top
@@ -148,6 +159,9 @@ def walk(
                 stats.skip(Skip.PATH_TOO_LONG)
                 continue
             kind = _kind(item)
+            if kind is Kind.DIR and not include_vcs and name in VCS_DIRECTORIES:
+                stats.skip(Skip.VCS_DIRECTORY)
+                continue
             yield Entry(path, name, kind, frame.fd, frame.depth, item)
             if kind is not Kind.DIR or not recursive:
                 continue

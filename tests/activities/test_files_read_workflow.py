@@ -42,6 +42,9 @@ def root(tmp_path: Path) -> Path:
     root = real_root(tmp_path)
     (root / "notes").mkdir()
     (root / "notes" / "todo.txt").write_text("buy milk\nwrite tests\n")
+    # Left out of listings and searches by default.
+    (root / ".git").mkdir()
+    (root / ".git" / "COMMIT_EDITMSG").write_text("write tests\n")
     return root
 
 
@@ -58,16 +61,22 @@ def calls(root: Path) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
             {"path": todo, "content": "milk\nwrite tests\n", "next_offset": None},
         ),
         "list_files": (
-            {"path": str(root), "pattern": None, "recursive": True, "max_results": None},
+            {
+                "path": str(root),
+                "pattern": None,
+                "recursive": True,
+                "max_results": None,
+                "include_vcs": None,
+            },
             {
                 "path": str(root),
                 "items": [
                     {"path": f"{root}/notes", "type": "dir", "size": None},
                     {"path": todo, "type": "file", "size": 21},
                 ],
-                "scanned": 2,
-                "skipped": 0,
-                "skipped_reasons": {},
+                "scanned": 3,
+                "skipped": 1,
+                "skipped_reasons": {"vcs_directory": 1},
                 "truncated": False,
             },
         ),
@@ -78,9 +87,9 @@ def calls(root: Path) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
                 "items": [
                     {"path": todo, "line": 2, "text": "write tests", "text_truncated": False}
                 ],
-                "scanned": 2,
-                "skipped": 0,
-                "skipped_reasons": {},
+                "scanned": 3,
+                "skipped": 1,
+                "skipped_reasons": {"vcs_directory": 1},
                 "truncated": False,
             },
         ),
