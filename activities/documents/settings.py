@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from activities.files.names import portable_root
 
 MAX_FILE_BYTES = 8_388_608
 """The spec's ``max_file_bytes``: larger files are refused before anything parses them."""
@@ -31,7 +34,7 @@ class DocumentSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    roots: list[Path] = Field(default_factory=list)
+    roots: list[Annotated[Path, AfterValidator(portable_root)]] = Field(default_factory=list)
     """Absolute directories; every path must be inside one (the file tools' rules)."""
     max_file_bytes: int = Field(default=MAX_FILE_BYTES, gt=0)
     max_output_chars: int = Field(default=MAX_OUTPUT_CHARS, gt=0, le=MAX_OUTPUT_CHARS_CEILING)

@@ -137,8 +137,9 @@ class DocumentTools:
         )
 
     async def _extract(self, tool: str, path: str) -> Extracted:
-        fmt = document_format(tool, path)
+        # The path's own checks first: a refused path is never echoed raw in another error.
         located = self._locate(tool, path)
+        fmt = document_format(tool, located.path)
         # A cancellation while the file is being opened must not lose its descriptor: the open
         # finishes in its thread, and whatever it opened is closed then.
         opening = asyncio.ensure_future(asyncio.to_thread(self._open, tool, located))

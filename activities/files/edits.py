@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from activities.errors import tool_error
 from activities.files.atomic import FileState
 from activities.files.checkpoints import ChangeKind
+from activities.files.paths import PathError, check_new_name
+from activities.files.reading import path_failure
 from activities.files.write_models import EditFileArgs, content_too_large, describe_limit
 from workflows.models import ErrorCode
 
@@ -43,6 +45,11 @@ def encoded(tool: str, what: str, text: str, limit: int, fields: list[str]) -> b
 
 def creation(content: bytes) -> Edit:
     def compute(path: str, state: FileState, limit: int) -> tuple[bytes, int | None]:
+        try:
+            # The model checked this at plan; a call that skipped the plan is checked here.
+            check_new_name(path)
+        except PathError as exc:
+            raise path_failure("create_file", exc) from None
         if state.exists:
             what = f" ({state.reason})" if state.reason else ""
             raise tool_error(

@@ -1,7 +1,8 @@
 """Opening paths inside configured roots without following links, by the kernel, not by strings.
 
-A path must be absolute, inside one of the roots, free of NUL, ``.`` and ``..`` components, and
-within the kernel's length limits; those checks are lexical and come first. The open itself is
+A path must be absolute, inside one of the roots, free of NUL, ``.`` and ``..`` components and of
+the characters ``names`` refuses (controls, invisible format characters, backslashes), and within
+the kernel's length limits; those checks are lexical and come first. The open itself is
 ``openat2(root_fd, relative, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
 RESOLVE_NO_XDEV)``: the kernel refuses any symlink on the way (``ELOOP``) and any escape from the
 root (``EXDEV``), atomically, so a directory swapped for a link mid-walk cannot redirect it. Where
@@ -18,6 +19,8 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from activities.files.names import refused_character, shown, unportable_new_name
 
 MAX_PATH_BYTES = 4_096
 MAX_NAME_BYTES = 255
@@ -85,6 +88,9 @@ class Roots:
                 raise ValueError(f"root {root} is not absolute")
             # Aliases such as /tmp -> /private/tmp are resolved once, here, by the deployment.
             canonical = os.path.realpath(root)
+            refused = refused_character(canonical)
+            if refused is not None:
+                raise ValueError(f"root {shown(canonical)} {refused}")
             if not os.path.isdir(canonical):
                 raise ValueError(f"root {root} is not a directory")
             fd = os.open(canonical, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -136,6 +142,9 @@ class Roots:
         """
         if not name or name in (".", "..") or "/" in name or "\x00" in name:
             raise PathError(path, "is not a single directory entry")
+        refused = refused_character(name)
+        if refused is not None:
+            raise PathError(shown(path), refused)
         flags |= os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
         try:
             if self._openat2:
@@ -159,11 +168,15 @@ def check_path(path: str) -> None:
     """The lexical checks ``Roots.locate`` makes before looking for a root.
 
     Raises:
-        PathError: ``path`` has a NUL, is relative, is not UTF-8 text, has an empty, ``.`` or
-            ``..`` component, or is longer than the kernel accepts.
+        PathError: ``path`` has a NUL or another character ``names`` refuses (the message shows
+            the path escaped), is relative, is not UTF-8 text, has an empty, ``.`` or ``..``
+            component, or is longer than the kernel accepts.
     """
     if "\x00" in path:
         raise PathError(repr(path), "contains a NUL byte")
+    refused = refused_character(path)
+    if refused is not None:
+        raise PathError(shown(path), refused)
     if not path.startswith("/"):
         raise PathError(path, "not absolute")
     try:
@@ -189,6 +202,17 @@ def lexical_path(value: str) -> str:
     except PathError as exc:
         raise ValueError(exc.reason) from None
     return value
+
+
+def check_new_name(path: str) -> None:
+    """The further rule for the name a tool creates, the last component of ``path``.
+
+    Raises:
+        PathError: the name could not be held as it is on Windows or macOS (``names``).
+    """
+    unportable = unportable_new_name(path.rpartition("/")[2])
+    if unportable is not None:
+        raise PathError(path, unportable)
 
 
 def regular_file(fd: int, path: str) -> os.stat_result:

@@ -19,6 +19,10 @@ MAX_PATTERN_CHARS = 256
 MAX_QUERY_CHARS = 1_000
 
 _PATH_HELP = "Absolute path inside one of the configured roots."
+_VCS_HELP = (
+    "Also list and enter version-control directories (.git, .hg, .svn, .bzr, _darcs, .pijul, "
+    ".jj, .sl, CVS, _MTN), which are skipped by default and counted as vcs_directory."
+)
 
 
 def _glob(value: str) -> str:
@@ -59,6 +63,7 @@ class ListFilesArgs(ToolArgs):
     )
     recursive: bool = Field(default=False, description="Also list subdirectories, depth first.")
     max_results: int = Field(default=DEFAULT_RESULTS, ge=1, le=MAX_RESULTS)
+    include_vcs: bool = Field(default=False, description=_VCS_HELP)
 
     _path = field_validator("path")(lexical_path)
     _pattern = field_validator("pattern")(_glob)
@@ -102,6 +107,9 @@ class SearchFilesArgs(ToolArgs):
     )
     case_sensitive: bool = False
     max_results: int = Field(default=DEFAULT_RESULTS, ge=1, le=MAX_RESULTS)
+    include_vcs: bool = Field(
+        default=False, description=_VCS_HELP.replace("list and enter", "search")
+    )
 
     _path = field_validator("path")(lexical_path)
     _pattern = field_validator("pattern")(_glob)
@@ -129,7 +137,8 @@ class SearchFilesResult(ToolResult):
     scanned: int
     """Entries visited (at most 10,000)."""
     skipped: int
-    """Files not searched: binary, unreadable, oversized, or with an undecodable name."""
+    """Entries not searched: binary, unreadable or oversized files, names no tool accepts, and
+    version-control directories."""
     skipped_reasons: dict[str, int]
     truncated: bool
     """A limit (results, entries, depth, 32 MiB read, result size) cut the search short."""

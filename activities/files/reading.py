@@ -157,7 +157,14 @@ class FileReadTools:
         size = 0
         flags = os.O_RDONLY | os.O_DIRECTORY
         fd = _guard(tool, located.path, lambda: self.roots.open(located, flags))
-        entries = walk(self.roots, fd, located.path, stats, recursive=args.recursive)
+        entries = walk(
+            self.roots,
+            fd,
+            located.path,
+            stats,
+            recursive=args.recursive,
+            include_vcs=args.include_vcs,
+        )
         try:
             for entry in entries:
                 if not matches(entry.name):
@@ -194,7 +201,8 @@ class FileReadTools:
                 stats.scanned = search.progress.scanned = 1
                 search.file(fd, located.path)
             elif stat.S_ISDIR(mode):
-                self._search_tree(fd, located.path, search, _glob(args.pattern), stop)
+                matches = _glob(args.pattern)
+                self._search_tree(fd, located.path, search, matches, args.include_vcs, stop)
             else:
                 raise refused(tool, located.path, "is not a regular file or directory")
         except OSError as exc:
@@ -216,10 +224,12 @@ class FileReadTools:
         path: str,
         search: Search,
         matches: Callable[[str], bool],
+        include_vcs: bool,
         stop: threading.Event,
     ) -> None:
         stats = search.stats
-        with closing(walk(self.roots, fd, path, stats, recursive=True, stop=stop)) as entries:
+        tree = walk(self.roots, fd, path, stats, recursive=True, include_vcs=include_vcs, stop=stop)
+        with closing(tree) as entries:
             self._search_entries(entries, search, matches)
 
     def _search_entries(

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from activities.files.names import portable_root
 
 from activities.family import needs
 
@@ -18,7 +21,7 @@ class FilesSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    roots: list[Path] = Field(default_factory=list)
+    roots: list[Annotated[Path, AfterValidator(portable_root)]] = Field(default_factory=list)
     """Absolute directories; every path must be inside one."""
     checkpoints: Path | None = None
     """SQLite file for recovery records; without it only the read tools exist."""

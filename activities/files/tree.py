@@ -6,6 +6,11 @@ no link is followed (symlinks, like FIFOs, sockets and devices, are reported as 
 entered), and no other filesystem is entered. Entries come in the order the filesystem lists them,
 depth first; the walk stops after ``MAX_ENTRIES`` entries and does not enter directories more than
 ``MAX_DEPTH`` levels deep, and says so in its ``WalkStats``.
+
+Entries no tool could name are left out and counted: names that are not UTF-8, and names with a
+character every path refuses (``names``), which shown raw could break or reorder the result; such
+a directory is not entered either. Version-control directories (``VCS_DIRECTORIES``) are left out
+and not entered unless the caller asks for them.
 """
 
 from __future__ import annotations
@@ -18,12 +23,19 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from activities.files.names import refused_character
 from activities.files.paths import MAX_PATH_BYTES, PathError, Roots
 
 MAX_ENTRIES = 10_000
 """Entries one traversal visits at most (the spec's 10,000)."""
 MAX_DEPTH = 20
 """Directory levels one traversal reads at most, the starting directory being the first."""
+VCS_DIRECTORIES = frozenset(
+    {".git", ".hg", ".svn", ".bzr", "_darcs", ".pijul", ".jj", ".sl", "CVS", "_MTN"}
+)
+"""Metadata directories version-control systems keep in a working tree (Git, Mercurial,
+Subversion, Bazaar, Darcs, Pijul, Jujutsu, Sapling, CVS, Monotone): the history's internals,
+often thousands of entries that would use up a walk's limits and bury the files themselves."""
 
 
 class Kind(StrEnum):
@@ -40,6 +52,11 @@ class Skip(StrEnum):
     OTHER_FILESYSTEM = "other_filesystem"
     UNDECODABLE_NAME = "undecodable_name"
     """The name is not UTF-8, so no result could name it and no tool could open it."""
+    REFUSED_NAME = "refused_name"
+    """The name has a character every path refuses (a control, an invisible format character, a
+    backslash): no tool would open it, and shown raw it could break or reorder the result."""
+    VCS_DIRECTORY = "vcs_directory"
+    """A version-control directory, neither listed nor entered unless asked for."""
     PATH_TOO_LONG = "path_too_long"
     BINARY = "binary"
     OVERSIZED = "oversized"
@@ -95,14 +112,16 @@ def walk(
     stats: WalkStats,
     *,
     recursive: bool,
+    include_vcs: bool = False,
     stop: threading.Event | None = None,
     max_entries: int = MAX_ENTRIES,
     max_depth: int = MAX_DEPTH,
 ) -> Generator[Entry, None, None]:
     """The entries below ``top_fd`` (a directory descriptor the caller keeps owning).
 
-    Stops early once ``stop`` is set (a canceled call), marking the walk truncated. Closing the
-    generator closes every descriptor it opened.
+    Version-control directories are skipped unless ``include_vcs``. Stops early once ``stop`` is
+    set (a canceled call), marking the walk truncated. Closing the generator closes every
+    descriptor it opened.
     """
     top = top_path.rstrip("/") or "/"
     prefix = "" if top == "/" else top
@@ -133,10 +152,16 @@ def walk(
             if not _utf8(name):
                 stats.skip(Skip.UNDECODABLE_NAME)
                 continue
+            if refused_character(name) is not None:
+                stats.skip(Skip.REFUSED_NAME)
+                continue
             if len(path) * 4 >= MAX_PATH_BYTES and len(path.encode()) >= MAX_PATH_BYTES:
                 stats.skip(Skip.PATH_TOO_LONG)
                 continue
             kind = _kind(item)
+            if kind is Kind.DIR and not include_vcs and name in VCS_DIRECTORIES:
+                stats.skip(Skip.VCS_DIRECTORY)
+                continue
             yield Entry(path, name, kind, frame.fd, frame.depth, item)
             if kind is not Kind.DIR or not recursive:
                 continue

@@ -9,7 +9,7 @@ from pydantic import Field, ValidationInfo, field_validator
 
 from activities.base import ToolArgs, ToolResult
 from activities.files.checkpoints import ChangeKind, ChangeState
-from activities.files.paths import MAX_PATH_BYTES, lexical_path
+from activities.files.paths import MAX_PATH_BYTES, PathError, check_new_name, lexical_path
 from activities.files.settings import MAX_WRITE_BYTES
 
 CHANGE_ID_PREFIX = "chg-"
@@ -17,6 +17,10 @@ CHANGE_ID_PATTERN = r"^chg-[0-9a-f]{32}$"
 
 _PATH_HELP = (
     "Absolute path of the file, inside one of the configured roots; its directory must exist."
+)
+_NEW_NAME_HELP = (
+    ' The new name must be portable: no :*?"<>|, no Windows device name (CON, NUL, COM1...), '
+    "no trailing dot or space, Unicode NFC."
 )
 _CONTENT_HELP = "The complete new content, UTF-8 text of at most 1 MiB (1,048,576 bytes)."
 
@@ -53,6 +57,15 @@ def _lexical_path(value: str) -> str:
     return value
 
 
+def _new_file_path(value: str) -> str:
+    _lexical_path(value)
+    try:
+        check_new_name(value)
+    except PathError as exc:
+        raise ValueError(exc.reason) from None
+    return value
+
+
 def _content(value: str) -> str:
     size = _utf8_size(value)
     if size > MAX_WRITE_BYTES:
@@ -63,10 +76,12 @@ def _content(value: str) -> str:
 
 
 class CreateFileArgs(ToolArgs):
-    path: str = Field(min_length=1, max_length=MAX_PATH_BYTES, description=_PATH_HELP)
+    path: str = Field(
+        min_length=1, max_length=MAX_PATH_BYTES, description=_PATH_HELP + _NEW_NAME_HELP
+    )
     content: str = Field(description=_CONTENT_HELP)
 
-    _path = field_validator("path")(_lexical_path)
+    _path = field_validator("path")(_new_file_path)
     _content = field_validator("content")(_content)
 
 

@@ -43,6 +43,9 @@ def root(tmp_path: Path) -> Path:
     root = real_root(tmp_path)
     (root / "notes").mkdir()
     (root / "notes" / "todo.txt").write_text("buy milk\nwrite tests\n")
+    # Left out of listings and searches by default.
+    (root / ".git").mkdir()
+    (root / ".git" / "COMMIT_EDITMSG").write_text("write tests\n")
     return root
 
 
@@ -59,16 +62,22 @@ def calls(root: Path) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
             {"path": todo, "content": "milk\nwrite tests\n", "next_offset": None},
         ),
         "list_files": (
-            {"path": str(root), "pattern": None, "recursive": True, "max_results": None},
+            {
+                "path": str(root),
+                "pattern": None,
+                "recursive": True,
+                "max_results": None,
+                "include_vcs": None,
+            },
             {
                 "path": str(root),
                 "items": [
                     {"path": f"{root}/notes", "type": "dir", "size": None},
                     {"path": todo, "type": "file", "size": 21},
                 ],
-                "scanned": 2,
-                "skipped": 0,
-                "skipped_reasons": {},
+                "scanned": 3,
+                "skipped": 1,
+                "skipped_reasons": {"vcs_directory": 1},
                 "truncated": False,
             },
         ),
@@ -79,9 +88,9 @@ def calls(root: Path) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
                 "items": [
                     {"path": todo, "line": 2, "text": "write tests", "text_truncated": False}
                 ],
-                "scanned": 2,
-                "skipped": 0,
-                "skipped_reasons": {},
+                "scanned": 3,
+                "skipped": 1,
+                "skipped_reasons": {"vcs_directory": 1},
                 "truncated": False,
             },
         ),
@@ -127,11 +136,14 @@ async def test_refusals_reach_the_model_as_fixable_errors(
     async with running_worker(client, config(task_queue, root)):
         outside = await run_call(client, task_queue, "read_file", {"path": "/etc/passwd"})
         at_plan = await run_call(client, task_queue, "read_file", {"path": f"{root}/a\x00b"})
+        spoofed = await run_call(
+            client, task_queue, "read_file", {"path": f"{root}/notes/\u202etxt.exe"}
+        )
         fifo = await run_call(client, task_queue, "read_file", {"path": f"{root}/pipe"})
         past_end = await run_call(
             client, task_queue, "read_file", {"path": f"{root}/notes/todo.txt", "offset": 99}
         )
-    for result in (outside, at_plan, fifo, past_end):
+    for result in (outside, at_plan, spoofed, fifo, past_end):
         assert result.status is CallStatus.FAILED
         assert result.error is not None
         assert result.error.code is ErrorCode.INVALID_ARGUMENTS
@@ -140,6 +152,11 @@ async def test_refusals_reach_the_model_as_fixable_errors(
     assert outside.error.fixable_args == ["path"]
     assert at_plan.error is not None
     assert "contains a NUL byte" in at_plan.error.message
+    assert spoofed.error is not None
+    assert spoofed.error.message == (
+        "read_file: invalid arguments: path: contains an invisible format character (U+202E)"
+    )
+    assert spoofed.error.fixable_args == ["path"]
     assert fifo.error is not None
     assert fifo.error.message == f"read_file: {root}/pipe: not a regular file"
     assert past_end.error is not None
