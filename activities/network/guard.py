@@ -13,7 +13,8 @@ is confined:
   name (SNI and certificate), so DNS rebinding between the check and the connect has nothing to
   rebind;
 - redirects are followed by this module, hop by hop, each one validated like the first URL;
-  ``https`` to ``http`` is refused; credentials and secret headers never go to another origin;
+  ``https`` to ``http`` is refused; once a redirect leaves the first origin only the headers in
+  :data:`CROSS_ORIGIN_HEADERS` travel on, so no credential of any name reaches another origin;
 - wire bytes, decoded bytes and time are bounded while streaming, never after buffering;
 - nothing is read from the environment: no proxies, no ``.netrc``, no SSL variables.
 
@@ -59,6 +60,7 @@ from activities.network.pinning import PinnedTransport
 from activities.network.urls import MAX_URL_CHARS, Target, lower, parse_url, target_of
 
 __all__ = [
+    "CROSS_ORIGIN_HEADERS",
     "DENIED_HOST_NAMES",
     "MAX_URL_CHARS",
     "Address",
@@ -92,8 +94,13 @@ A resolver may raise ``socket.gaierror`` (classified as the system resolver's ar
 DNS_TIMEOUT_SECONDS = 10.0
 """A lookup's own bound: the spec keeps DNS outside the transport deadline, but not unbounded."""
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
-ALWAYS_SECRET_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
-"""Dropped whenever a redirect changes origin, whatever the caller says."""
+CROSS_ORIGIN_HEADERS = frozenset({"accept", "accept-language", "user-agent", "content-type"})
+"""The only caller headers that follow a redirect to another origin (scheme, host or port): what
+content is wanted and who asks, and the type of a body that travels on (307, 308). Everything
+else, credentials of any name included, stays with the origin it was meant for. The guard sets
+``Accept-Encoding`` itself on every hop; ``Host`` and ``Content-Length`` follow the new request."""
+BODY_HEADERS = frozenset({"content-type"})
+"""Headers about the request body, dropped with it when a redirect turns the request into a GET."""
 DENIED_HOST_NAMES = frozenset(
     {"localhost", "metadata", "metadata.google.internal", "metadata.goog", "instance-data"}
 )
@@ -162,6 +169,15 @@ async def system_resolver(host: str, port: int) -> Sequence[Address]:
         if address not in addresses:
             addresses.append(address)
     return addresses
+
+
+def cross_origin(headers: Mapping[str, str], secrets: Collection[str]) -> dict[str, str]:
+    """The headers that may follow a redirect to another origin: the allowlist, minus secrets."""
+    return {
+        name: value
+        for name, value in headers.items()
+        if name.lower() in CROSS_ORIGIN_HEADERS and name.lower() not in secrets
+    }
 
 
 class NetworkGuard:
@@ -242,9 +258,13 @@ class NetworkGuard:
         schemes: Collection[str] = ("http", "https"),
         on_progress: Callable[[int], None] | None = None,
     ) -> GuardedResponse:
-        """Send one request through the guard, following at most ``limits.max_redirects``."""
+        """Send one request through the guard, following at most ``limits.max_redirects``.
+
+        ``secret_headers`` never leave the first origin, not even under a name the cross-origin
+        allowlist admits (a deployment's token in ``User-Agent``, say).
+        """
         allowed_schemes = lower(schemes)
-        secrets = lower(secret_headers) | ALWAYS_SECRET_HEADERS
+        secrets = lower(secret_headers)
         target = self._target(url, allowed_schemes)
         origin = target.origin
         send_headers = dict(headers or {})
@@ -286,12 +306,17 @@ class NetworkGuard:
                 raise _redirect_refused(error) from error
             if target.scheme == "https" and next_target.scheme == "http":
                 raise URLRefused("url: redirect from https to http refused")
+            # Compared with the first origin: once a chain has left it, only the allowlist
+            # travels on, even back to where it started.
             if next_target.origin != origin:
-                send_headers = {k: v for k, v in send_headers.items() if k.lower() not in secrets}
+                send_headers = cross_origin(send_headers, secrets)
             if status == 303 or (status in (301, 302) and method.upper() == "POST"):
                 if method.upper() != "HEAD":
                     method = "GET"
                 content = None
+                send_headers = {
+                    k: v for k, v in send_headers.items() if k.lower() not in BODY_HEADERS
+                }
             redirects.append(next_url)
             target = next_target
 
