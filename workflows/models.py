@@ -101,6 +101,7 @@ class ErrorCode(StrEnum):
     OUTPUT_TOO_LARGE = "output_too_large"
     CONFIGURATION_ERROR = "configuration_error"
     INTERNAL = "internal"
+    NETWORK_UNAVAILABLE = "network_unavailable"
 
 
 class ToolError(_Model):

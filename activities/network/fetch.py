@@ -27,6 +27,7 @@ from activities.network.guard import (
     Limits,
     NetworkGuard,
     NetworkTimeout,
+    NetworkUnavailable,
     TooLarge,
     TooManyRedirects,
     TransportFailed,
@@ -260,8 +261,17 @@ class FetchTools:
                 on_progress=lambda done: beat.update(bytes=done),
             )
         except URLRefused as exc:
+            # The model wrote the URL: a refused address, port or scheme, and a host name the
+            # resolver says does not exist, are its to change.
             raise tool_error(
                 ErrorCode.INVALID_ARGUMENTS, f"fetch_url: {exc.reason}", fixable_args=["url"]
+            ) from None
+        except NetworkUnavailable as exc:
+            # An outage says nothing about the URL: the same call may succeed later.
+            raise tool_error(
+                ErrorCode.NETWORK_UNAVAILABLE,
+                f"fetch_url: {exc.reason}; nothing was received, try again later",
+                retryable=True,
             ) from None
         except TooManyRedirects as exc:
             raise tool_error(ErrorCode.EXECUTION_FAILED, f"fetch_url: {exc.reason}") from None

@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Mapping
 from urllib.parse import quote, unquote_to_bytes, urlsplit
 
-from activities.network.guard import MAX_URL_CHARS
+from activities.network.urls import MAX_URL_CHARS
 
 MAX_PATH_CHARS = 2_048
 MAX_QUERY_PARAMS = 100

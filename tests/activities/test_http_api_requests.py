@@ -28,6 +28,7 @@ from tests.support.http_api_servers import (
     recording_api,
     run_tool,
 )
+from tests.support.http_servers import closed_port, resetting
 from workflows.models import ErrorCode, Prepared
 
 SECRET = "s3cr3t-token-value"
@@ -328,24 +329,59 @@ async def test_a_slow_read_times_out_and_a_slow_write_is_uncertain() -> None:
     assert [r.method for r in api.requests] == ["GET", "POST"]
 
 
-async def test_a_refused_connection_is_a_plain_failure_even_for_a_write() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    config = HttpToolSettings(
-        name="app_api",
-        base_url=f"http://127.0.0.1:{port}/",
-        allow_http=True,
-        allowed_methods=["GET", "POST"],
-    )
-    tools = HttpTools(config, environ={})
-    write = await failure(tools, args(config, method="POST", path="x", body=1))
-    read = await failure(tools, args(config, path="x"))
-    # Nothing was sent: not uncertain; and a write is never retried, a read may be.
-    assert write.type == ErrorCode.EXECUTION_FAILED
-    assert write.non_retryable is True
-    assert read.type == ErrorCode.EXECUTION_FAILED
+async def test_a_refused_connection_is_an_outage_even_for_a_write() -> None:
+    with closed_port() as port:
+        config = HttpToolSettings(
+            name="app_api",
+            base_url=f"http://127.0.0.1:{port}/",
+            allow_http=True,
+            allowed_methods=["GET", "POST"],
+        )
+        tools = HttpTools(config, environ={})
+        write = await failure(tools, args(config, method="POST", path="x", body=1))
+        read = await failure(tools, args(config, path="x"))
+    # Nothing was sent: not uncertain, and not the model's to fix; the same call may work later.
+    for error in (write, read):
+        assert error.type == ErrorCode.NETWORK_UNAVAILABLE
+        assert error.non_retryable is False
+        assert error.details[0]["fixable_args"] == []
+        assert error.message == f"app_api: could not reach 127.0.0.1:{port} (connection refused)"
+
+
+async def test_a_reset_is_an_outage_for_a_read_and_uncertain_for_a_write() -> None:
+    with resetting() as server:
+        config = HttpToolSettings(
+            name="app_api",
+            base_url=f"http://127.0.0.1:{server.port}/",
+            allow_http=True,
+            allowed_methods=["GET", "POST"],
+        )
+        tools = HttpTools(config, environ={})
+        read = await failure(tools, args(config, path="x"))
+        write = await failure(tools, args(config, method="POST", path="x", body=1))
+    assert read.type == ErrorCode.NETWORK_UNAVAILABLE
     assert read.non_retryable is False
+    assert "connection reset" in read.message
+    # The request had been written when the service reset: it may have acted on it.
+    assert write.type == ErrorCode.UNCERTAIN
+    assert write.non_retryable is True
+    assert [first.split(b" ", 1)[0] for first in server.received] == [b"GET", b"POST"]
+
+
+async def test_a_name_that_does_not_exist_is_the_deployments_to_fix() -> None:
+    async def resolve(host: str, port: int) -> list[Any]:
+        code = socket.EAI_NONAME if host == "typo.test" else socket.EAI_AGAIN
+        raise socket.gaierror(code, "lookup failed")
+
+    guarded = NetworkGuard(resolver=resolve, admit=any_address, allowed_ports=None)
+    typo = HttpToolSettings(name="app_api", base_url="https://typo.test/")
+    down = HttpToolSettings(name="app_api", base_url="https://down.test/")
+    missing = await failure(HttpTools(typo, guard=guarded, environ={}), args(typo, path="x"))
+    outage = await failure(HttpTools(down, guard=guarded, environ={}), args(down, path="x"))
+    assert missing.type == ErrorCode.CONFIGURATION_ERROR
+    assert missing.message == "app_api: url: host typo.test does not resolve (no such name)"
+    assert outage.type == ErrorCode.NETWORK_UNAVAILABLE
+    assert outage.non_retryable is False
 
 
 async def test_a_write_that_times_out_before_it_is_sent_is_not_uncertain(
@@ -381,5 +417,6 @@ async def test_a_write_that_times_out_before_it_is_sent_is_not_uncertain(
     write = await failure(
         HttpTools(config, guard=guarded, environ={}), args(config, method="POST", path="x", body=1)
     )
-    assert write.type == ErrorCode.TIMED_OUT
-    assert "dns lookup" in write.message
+    # The resolver did not answer: an outage, and nothing was sent.
+    assert write.type == ErrorCode.NETWORK_UNAVAILABLE
+    assert write.message == "app_api: dns lookup of api.test timed out"

@@ -169,6 +169,16 @@ async def test_redirects_report_the_final_url() -> None:
     assert (result.url, result.text) == (server.url("/new", host="site.test"), "moved")
 
 
+async def test_a_redirect_to_another_origin_still_says_who_asks_and_for_what() -> None:
+    with serve({"/page": text("elsewhere")}) as other, serve({}) as first:
+        first.routes["/"] = redirect(other.url("/page", host="site.test"))
+        result = await fetch(loopback_tools(), first.url("/", host="site.test"))
+    assert result.text == "elsewhere"
+    crossed = other.requests[0].headers
+    assert crossed["user-agent"] == "toolcalls-fetch/0.1"
+    assert crossed["accept"].startswith("text/html")
+
+
 async def test_limits_map_to_typed_errors() -> None:
     chain = {f"/r{i}": redirect(f"/r{i + 1}") for i in range(5)}
     big = {"/big": text(b"z" * 1_000_001)}

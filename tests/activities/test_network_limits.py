@@ -150,42 +150,120 @@ async def test_an_https_to_http_redirect_is_refused() -> None:
     assert plain.requests == []
 
 
-async def test_credentials_are_not_forwarded_to_another_origin() -> None:
-    headers = {"Authorization": "Bearer t", "Cookie": "a=b", "X-Api-Key": "k", "X-Plain": "p"}
-    with serve({"/end": text("there")}) as other:
-        target = other.url("/end", host="other.test")
-        with serve({"/": redirect(target), "/same": redirect("/end"), "/end": text("")}) as first:
-            guarded = loopback()
-            await guarded.request(
+HARMLESS = {
+    "Accept": "text/html",
+    "Accept-Language": "en",
+    "User-Agent": "toolcalls-test/1",
+}
+CREDENTIALS = {
+    "Authorization": "Bearer t",
+    "Cookie": "a=b",
+    "Proxy-Authorization": "Basic cA==",
+    "X-Api-Key": "k",
+    "X-Custom-Token": "c",
+    "X-Deploy-Secret": "d",
+}
+SENT = {**HARMLESS, **CREDENTIALS}
+
+
+def received(seen: dict[str, str]) -> dict[str, str]:
+    """The caller's headers among what a server received (lowercase names)."""
+    return {name: seen[name.lower()] for name in SENT if name.lower() in seen}
+
+
+async def test_only_harmless_headers_follow_a_redirect_to_another_port() -> None:
+    # Two servers, two origins: the first redirects to the second, which records what arrived.
+    with serve({"/end": text("there")}) as second:
+        routes = {"/": redirect(second.url("/end", host="site.test"))}
+        with serve(routes) as first:
+            response = await loopback().request(
                 "GET",
                 first.url("/", host="site.test"),
                 limits=LIMITS,
-                headers=headers,
-                secret_headers=["x-api-key"],
+                headers=SENT,
+                secret_headers=["X-Deploy-Secret"],
             )
-            await guarded.request(
-                "GET",
-                first.url("/same", host="site.test"),
+    assert response.body == b"there"
+    assert received(first.requests[0].headers) == SENT
+    crossed = second.requests[0].headers
+    assert received(crossed) == HARMLESS
+    assert crossed["accept-encoding"] == "gzip, deflate"
+    assert crossed["host"] == f"site.test:{second.port}"
+
+
+async def test_only_harmless_headers_follow_a_redirect_to_another_host() -> None:
+    with serve({"/": redirect("/x")}) as server:
+        server.routes["/x"] = redirect(server.url("/end", host="other.test"))
+        server.routes["/end"] = text("there")
+        await loopback().request(
+            "GET", server.url("/", host="site.test"), limits=LIMITS, headers=SENT
+        )
+    same_origin, crossed = server.requests[1].headers, server.requests[2].headers
+    assert received(same_origin) == SENT  # a same-origin hop keeps everything
+    assert received(crossed) == HARMLESS
+    assert crossed["host"] == f"other.test:{server.port}"
+
+
+async def test_a_chain_that_returns_to_its_origin_stays_stripped() -> None:
+    with serve({"/end": text("home")}) as first, serve({}) as second:
+        second.routes["/back"] = redirect(first.url("/end", host="site.test"))
+        first.routes["/"] = redirect(second.url("/back", host="site.test"))
+        await loopback().request(
+            "GET", first.url("/", host="site.test"), limits=LIMITS, headers=SENT
+        )
+    assert received(second.requests[0].headers) == HARMLESS
+    assert received(first.requests[1].headers) == HARMLESS
+
+
+async def test_a_secret_header_stays_home_even_under_an_allowlisted_name() -> None:
+    with serve({"/end": text("there")}) as second, serve({}) as first:
+        first.routes["/"] = redirect(second.url("/end", host="site.test"))
+        await loopback().request(
+            "GET",
+            first.url("/", host="site.test"),
+            limits=LIMITS,
+            headers=SENT,
+            secret_headers=["user-agent"],
+        )
+    assert first.requests[0].headers["user-agent"] == "toolcalls-test/1"
+    assert "toolcalls-test/1" not in second.requests[0].headers.get("user-agent", "")
+
+
+async def test_a_307_carries_its_body_and_type_across_origins_but_no_credentials() -> None:
+    headers = {"Content-Type": "application/json", "X-Api-Key": "k"}
+    with serve({"/in": text("ok")}) as second:
+        routes = {"/": redirect(second.url("/in", host="site.test"), status=307)}
+        with serve(routes) as first:
+            await loopback().request(
+                "POST",
+                first.url("/", host="site.test"),
                 limits=LIMITS,
                 headers=headers,
-                secret_headers=["x-api-key"],
+                content=b'{"a":1}',
             )
-    crossed = other.requests[0].headers
-    assert crossed["x-plain"] == "p"
-    assert not {"authorization", "cookie", "x-api-key"} & set(crossed)
-    same_origin = first.requests[-1].headers
-    assert (same_origin["authorization"], same_origin["x-api-key"]) == ("Bearer t", "k")
+    arrived = second.requests[0]
+    assert (arrived.method, arrived.body) == ("POST", b'{"a":1}')
+    assert arrived.headers["content-type"] == "application/json"
+    assert "x-api-key" not in arrived.headers
 
 
 async def test_a_303_turns_a_post_into_a_get_without_its_body() -> None:
+    form = {"Content-Type": "application/x-www-form-urlencoded", "X-Api-Key": "k"}
     with serve({"/form": redirect("/done", 303), "/done": text("ok")}) as server:
         await loopback().request(
-            "POST", server.url("/form", host="site.test"), limits=LIMITS, content=b"secret=1"
+            "POST",
+            server.url("/form", host="site.test"),
+            limits=LIMITS,
+            headers=form,
+            content=b"secret=1",
         )
     assert [(r.method, r.body) for r in server.requests] == [
         ("POST", b"secret=1"),
         ("GET", b""),
     ]
+    then = server.requests[1].headers
+    assert "content-type" not in then  # it described the body, which stayed behind
+    assert then["x-api-key"] == "k"  # same origin
 
 
 async def test_an_endless_body_stops_at_the_wire_ceiling() -> None:

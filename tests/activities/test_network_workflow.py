@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from temporalio.client import Client
 
@@ -17,7 +18,7 @@ from activities.network.fetch import FetchTools
 from activities.network.guard import NetworkGuard, any_address
 from activities.network.settings import FetchSettings
 from tests.support.harness import decision, make_config, pending_approval, run_call, start_call
-from tests.support.http_servers import MapResolver, serve, text
+from tests.support.http_servers import MapResolver, closed_port, serve, text
 from tests.support.tools import ALL_FAMILIES, ALL_TOOL_NAMES, ProbeTools
 from worker.config import Config
 from worker.run import build_worker
@@ -27,14 +28,18 @@ from workflows.tool_call import ToolCallWorkflow
 PAGE = "<html><head><title>Hello</title></head><body><p>Fetched through Temporal.</p></body></html>"
 
 
-def fetch_config(task_queue: str) -> Config:
-    return make_config(task_queue, tools=[*ALL_TOOL_NAMES, "fetch_url"])
+def fetch_config(task_queue: str, **sections: Any) -> Config:
+    return make_config(task_queue, tools=[*ALL_TOOL_NAMES, "fetch_url"], **sections)
 
 
 @asynccontextmanager
-async def loopback_worker(client: Client, config: Config) -> AsyncIterator[None]:
+async def loopback_worker(
+    client: Client, config: Config, resolver: MapResolver | None = None
+) -> AsyncIterator[None]:
     guard = NetworkGuard(
-        resolver=MapResolver({"site.test": ["127.0.0.1"]}), admit=any_address, allowed_ports=None
+        resolver=resolver or MapResolver({"site.test": ["127.0.0.1"]}),
+        admit=any_address,
+        allowed_ports=None,
     )
     families = {
         ProbeTools: ProbeTools(),
@@ -117,6 +122,37 @@ async def test_a_url_with_credentials_is_refused_before_the_call_runs(
     assert result.error.code is ErrorCode.INVALID_ARGUMENTS
     assert result.error.fixable_args == ["url"]
     assert "credentials" in result.error.message
+
+
+async def test_an_outage_is_retried_when_reads_may_retry(client: Client, task_queue: str) -> None:
+    # The first attempt's lookup answers 127.0.0.2, where the port refuses; the second answers
+    # the server's 127.0.0.1. Temporal makes the second attempt because the outage is retryable.
+    with serve({"/": text(PAGE, "text/html")}) as server, closed_port("127.0.0.2", server.port):
+        resolver = MapResolver({"site.test": [["127.0.0.2"], ["127.0.0.1"]]})
+        url = server.url("/", host="site.test")
+        config = fetch_config(task_queue, activities={"read_attempts": 2})
+        async with loopback_worker(client, config, resolver):
+            result = await run_call(client, task_queue, "fetch_url", {"url": url})
+    assert result.status is CallStatus.COMPLETED, result.error
+    assert result.output == expected(url)
+    assert resolver.calls == ["site.test", "site.test"]
+    assert len(server.requests) == 1
+
+
+async def test_an_outage_fails_the_call_as_retryable_with_nothing_to_fix(
+    client: Client, task_queue: str
+) -> None:
+    with closed_port() as port:
+        async with loopback_worker(client, fetch_config(task_queue)):
+            result = await run_call(
+                client, task_queue, "fetch_url", {"url": f"http://site.test:{port}/"}
+            )
+    assert result.status is CallStatus.FAILED
+    assert result.error is not None
+    assert result.error.code is ErrorCode.NETWORK_UNAVAILABLE
+    assert result.error.retryable
+    assert result.error.fixable_args == []
+    assert f"could not reach site.test:{port} (connection refused)" in result.error.message
 
 
 def test_fetch_url_needs_no_configuration() -> None:

@@ -9,6 +9,9 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import random
+import socket
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,8 +19,10 @@ import httpx
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.network.guard import NetworkGuard, retry_after
+from activities.network.guard import Address, NetworkGuard, any_address, retry_after
 from activities.network.search.tools import WebSearchTools
+from activities.network.settings import WebSearchSettings
+from tests.support.http_servers import closed_port, resetting
 from tests.support.web_search import (
     BRAVE_HOST,
     DDG_HOST,
@@ -283,17 +288,74 @@ async def test_a_provider_name_resolving_to_a_private_address_is_refused() -> No
     assert providers.requests == []
 
 
-@pytest.mark.parametrize("exception", [httpx.ConnectError("refused"), httpx.ReadTimeout("slow")])
-async def test_transient_network_failures_are_retryable(exception: Exception) -> None:
+@pytest.mark.parametrize(
+    ("exception", "code"),
+    [
+        (httpx.ConnectError("refused"), ErrorCode.NETWORK_UNAVAILABLE),
+        (httpx.ReadError("reset"), ErrorCode.NETWORK_UNAVAILABLE),
+        (httpx.ReadTimeout("slow"), ErrorCode.EXECUTION_FAILED),
+    ],
+)
+async def test_transient_network_failures_are_retryable(
+    exception: Exception, code: ErrorCode
+) -> None:
     def fail(request: httpx.Request) -> httpx.Response:
         raise exception
 
     providers = Providers()
     tools = providers.tools()
     tools.guard = httpx_guard(providers, fail)
-    error = await failure(tools, ErrorCode.EXECUTION_FAILED, query="q", engine="wikipedia")
+    error = await failure(tools, code, query="q", engine="wikipedia")
     assert not error.non_retryable
     assert error.message.startswith("web_search: wikipedia: ")
+
+
+def provider_on_loopback(providers: Providers, host: str) -> str:
+    """``host`` resolves to a loopback address of its own, where the test puts port 443.
+
+    The endpoints are fixed ``https://...:443`` URLs; an address of 127/8 no other test uses keeps
+    the test's port 443 its own.
+    """
+    address = f"127.{random.randrange(64, 250)}.{random.randrange(1, 250)}.1"
+    providers.addresses[host] = [ipaddress.ip_address(address)]
+    return address
+
+
+def loopback_tools(providers: Providers) -> WebSearchTools:
+    guard = NetworkGuard(resolver=providers.resolve, admit=any_address)
+    return WebSearchTools(WebSearchSettings(), guard=guard, environ={"BRAVE_SEARCH_API_KEY": KEY})
+
+
+async def test_a_provider_that_cannot_be_reached_is_an_outage_not_the_querys_fault() -> None:
+    providers = Providers()
+    tools = loopback_tools(providers)
+    with closed_port(provider_on_loopback(providers, WIKIPEDIA_HOST), 443):
+        refused = await failure(tools, ErrorCode.NETWORK_UNAVAILABLE, query="q", engine="wikipedia")
+    with resetting(provider_on_loopback(providers, BRAVE_HOST), 443) as server:
+        reset = await failure(tools, ErrorCode.NETWORK_UNAVAILABLE, query="q", engine="brave")
+    assert refused.message == (
+        f"web_search: wikipedia: could not reach {WIKIPEDIA_HOST}:443 (connection refused)"
+    )
+    assert reset.message.startswith(f"web_search: brave: tls handshake with {BRAVE_HOST}:443")
+    assert server.received  # the connection was made, and broken off by the peer
+    assert KEY not in reset.message
+    for error in (refused, reset):
+        assert not error.non_retryable
+        assert fixable(error) == []
+
+
+@pytest.mark.parametrize("code", [socket.EAI_AGAIN, socket.EAI_NONAME])
+async def test_a_provider_name_the_workers_resolver_cannot_find_is_an_outage(code: int) -> None:
+    # The endpoints are fixed names that exist: "no such name" says the worker's DNS is down.
+    async def resolve(host: str, port: int) -> Sequence[Address]:
+        raise socket.gaierror(code, "lookup failed")
+
+    tools = Providers().tools()
+    tools.guard = NetworkGuard(resolver=resolve)
+    error = await failure(tools, ErrorCode.NETWORK_UNAVAILABLE, query="q", engine="wikipedia")
+    assert not error.non_retryable
+    assert fixable(error) == []
+    assert WIKIPEDIA_HOST in error.message
 
 
 def httpx_guard(providers: Providers, handler: Any) -> NetworkGuard:

@@ -1,7 +1,9 @@
 """Real HTTP(S) servers on loopback for the network tests, and a resolver that maps names to them.
 
 Each server runs in its own thread (so a test's event loop is never blocked by it), serves a table
-of routes, and records every request and every connection it accepted.
+of routes, and records every request and every connection it accepted. The outages are real too:
+a port that refuses connections, a listener that resets every connection, one that never takes a
+connection at all.
 """
 
 from __future__ import annotations
@@ -9,7 +11,9 @@ from __future__ import annotations
 import functools
 import gzip
 import ipaddress
+import socket
 import ssl
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -217,3 +221,71 @@ class Certificates:
 
 def certificates() -> Certificates:
     return Certificates(trustme.CA())
+
+
+@contextmanager
+def closed_port(host: str = "127.0.0.1", port: int = 0) -> Iterator[int]:
+    """A port that refuses every connection while the block runs (bound, never listening)."""
+    with socket.socket() as sock:
+        sock.bind((host, port))
+        yield sock.getsockname()[1]
+
+
+@dataclass
+class Resetting:
+    """A listener that resets every connection it takes; ``received`` holds what arrived first."""
+
+    port: int = 0
+    received: list[bytes] = field(default_factory=list)
+
+
+@contextmanager
+def resetting(host: str = "127.0.0.1", port: int = 0) -> Iterator[Resetting]:
+    """Accept each connection, read what the client sends first, then answer with a TCP reset."""
+    state = Resetting()
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind((host, port))
+    listener.listen(8)
+    listener.settimeout(0.05)
+    state.port = listener.getsockname()[1]
+    stop = threading.Event()
+
+    def run() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(2)
+                with suppress(OSError):
+                    state.received.append(conn.recv(65_536))
+                # Linger on, zero timeout: close() sends RST instead of FIN.
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+
+
+@contextmanager
+def black_hole() -> Iterator[int]:
+    """A port whose listener never takes another connection: a connect hangs, unanswered.
+
+    The accept queue of a ``listen(0)`` socket holds one connection; with it filled, the kernel
+    drops every further SYN, as a firewall that drops packets (or a dead host) would.
+    """
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            yield port

@@ -22,6 +22,7 @@ from activities.network.guard import (
     NetworkError,
     NetworkGuard,
     NetworkTimeout,
+    NetworkUnavailable,
     TooLarge,
     TransportFailed,
     URLRefused,
@@ -202,6 +203,8 @@ class HttpTools:
         name = self._settings.name
         reason = exc.reason
         if isinstance(exc, URLRefused):
+            # The deployment wrote the URL: a refused address and a name that does not exist
+            # are its to fix.
             return tool_error(ErrorCode.CONFIGURATION_ERROR, f"{name}: {reason}")
         if isinstance(exc, TooLarge):
             # The service did answer: say with what, so a write is not sent again blindly.
@@ -219,6 +222,11 @@ class HttpTools:
                 f"{name}: {method} failed after the request may have been sent ({reason}); "
                 "the service may have applied it: check before sending it again",
             )
+        if isinstance(exc, NetworkUnavailable):
+            # The service could not be reached, or the connection broke before an answer: the
+            # same call may succeed later. A write here was certainly not sent (one that may have
+            # been is uncertain, above), and still gets its one attempt only.
+            return tool_error(ErrorCode.NETWORK_UNAVAILABLE, f"{name}: {reason}", retryable=True)
         transient = not isinstance(exc, TransportFailed) or exc.transient
         code = (
             ErrorCode.TIMED_OUT if isinstance(exc, NetworkTimeout) else ErrorCode.EXECUTION_FAILED

@@ -23,6 +23,8 @@ from activities.network.guard import (
     NetworkError,
     NetworkGuard,
     NetworkTimeout,
+    NetworkUnavailable,
+    NoSuchHost,
     TooLarge,
     TransportFailed,
     URLRefused,
@@ -156,6 +158,10 @@ class WebSearchTools:
 def _network_error(engine: str, exc: NetworkError, key: str) -> Exception:
     reason = exc.reason.replace(key, "[redacted]") if key else exc.reason
     message = f"{TOOL}: {engine}: {reason}"
+    # The endpoints are fixed provider names that exist: "no such name" can only come from the
+    # worker's resolver, so it is an outage like any other, never the query's fault.
+    if isinstance(exc, NetworkUnavailable | NoSuchHost):
+        return tool_error(ErrorCode.NETWORK_UNAVAILABLE, message, retryable=True)
     if isinstance(exc, NetworkTimeout):
         return tool_error(ErrorCode.EXECUTION_FAILED, message, retryable=True)
     if isinstance(exc, TransportFailed):
