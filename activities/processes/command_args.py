@@ -2,13 +2,16 @@
 
 Everything here is checked when a call is planned, before any approval: a NUL byte (which the
 kernel would cut an argument at), an empty program, a relative ``cwd``, an argument or an
-environment larger than the kernel accepts. What depends on the deployment (roots, ceilings, the
-files named) is checked when the command is resolved (``resolve``).
+environment larger than the kernel accepts, a variable that loads code (``code_env``) unless the
+deployment's arguments model allows it (``execute_command_args``). What depends on the deployment
+(roots, ceilings, the files named) is checked when the command is resolved (``resolve``).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import functools
+from collections.abc import Iterable
+from typing import Annotated, Any, ClassVar
 
 from pydantic import (
     AfterValidator,
@@ -20,6 +23,7 @@ from pydantic import (
 )
 
 from activities.base import ToolArgs
+from activities.processes.code_env import refusal, refused_env
 from activities.processes.settings import DEFAULT_OUTPUT_BYTES, DEFAULT_TIMEOUT_SECONDS
 
 MAX_ARGV_ITEMS = 4_096
@@ -87,6 +91,9 @@ Environment = Annotated[
 
 
 class ExecuteCommandArgs(ToolArgs):
+    allowed_env: ClassVar[frozenset[str]] = frozenset()
+    """Code-loading variables that pass anyway: the deployment's, in ``execute_command_args``."""
+
     argv: list[str] = Field(
         min_length=1,
         max_length=MAX_ARGV_ITEMS,
@@ -102,7 +109,8 @@ class ExecuteCommandArgs(ToolArgs):
     env: Environment = Field(
         description=(
             'The complete environment as "NAME=value" strings; [] inherits nothing. Include '
-            "PATH to run a program by bare name."
+            "PATH to run a program by bare name. Variables that make programs load or run code "
+            "(LD_*, PYTHONPATH, NODE_OPTIONS, BASH_ENV, GIT_CONFIG_*, EDITOR, ...) are refused."
         ),
     )
     timeout_seconds: float | None = Field(
@@ -158,6 +166,32 @@ class ExecuteCommandArgs(ToolArgs):
                 f"argv and env together are {size} bytes; the limit is {MAX_EXEC_BYTES}"
             )
         return env
+
+    @field_validator("env")
+    @classmethod
+    def _loads_no_code(cls, env: dict[str, str]) -> dict[str, str]:
+        refused = refused_env(env, cls.allowed_env)
+        if refused:
+            raise ValueError(refusal(refused))
+        return env
+
+
+def execute_command_args(allow_env: Iterable[str]) -> type[ExecuteCommandArgs]:
+    """``ExecuteCommandArgs`` as a deployment offers it: the names in ``allow_env`` pass plan.
+
+    The plan validates arguments with the catalog's model alone, so a deployment that allows
+    code-loading variables (``process.allow_env``) advertises this model instead.
+    """
+    allowed = frozenset(allow_env)
+    return _allowing(allowed) if allowed else ExecuteCommandArgs
+
+
+@functools.cache
+def _allowing(allowed: frozenset[str]) -> type[ExecuteCommandArgs]:
+    class ExecuteCommandArgsAllowing(ExecuteCommandArgs):
+        allowed_env: ClassVar[frozenset[str]] = allowed
+
+    return ExecuteCommandArgsAllowing
 
 
 class RunShellArgs(ToolArgs):

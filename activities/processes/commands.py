@@ -4,7 +4,8 @@ What they can touch: anything the worker's user can. The working directory of ``
 must resolve (links followed) inside a configured root, but that bounds where a command starts, not
 what it reaches; ``run_shell`` runs the deployment's shell in the deployment's directory. Neither
 is a sandbox. What they do bound: the program that runs (resolved before approval and checked
-again before running), its environment (exactly the one given, nothing inherited), its wall time
+again before running), its environment (exactly the one given, nothing inherited, and no variable
+that loads code unless the deployment allows it by name), its wall time
 (the deployment's ceilings and the call's remaining budget), its captured output, and its
 lifetime (the whole process group is killed on timeout, cancellation, worker shutdown and exit; a
 ledger lets the next worker kill what a crashed one left). See docs/tools-processes.md.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import shlex
 import socket
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic_core import to_json
@@ -23,6 +25,7 @@ from temporalio import activity
 from activities.base import CallContext
 from activities.errors import tool_error
 from activities.heartbeat import Heartbeat
+from activities.processes.code_env import loads_code, refusal, refused_env
 from activities.processes.command_args import ExecuteCommandArgs, RunShellArgs
 from activities.processes.resolve import (
     SHELL_LABELS,
@@ -52,9 +55,10 @@ class ProcessTools:
     """Runs commands on this worker's host for ``execute_command`` and ``run_shell``.
 
     Trust model: the model chooses the argv, cwd, environment and limits of ``execute_command``
-    (within the deployment's roots and ceilings) and only the script of ``run_shell``; the
-    deployment chooses everything else. Resolved commands are shown to approvers exactly as they
-    will run. Building the family kills the process groups a crashed worker left (the ledger).
+    (within the deployment's roots, ceilings and allowed variables) and only the script of
+    ``run_shell``; the deployment chooses everything else. Resolved commands are shown to approvers
+    exactly as they will run, with every variable the call gave marked. Building the family kills
+    the process groups a crashed worker left (the ledger).
     """
 
     def __init__(
@@ -69,7 +73,10 @@ class ProcessTools:
         self, args: ExecuteCommandArgs, call: CallContext
     ) -> Prepared:
         resolved = await asyncio.to_thread(self._resolve_command, args)
-        return _prepared("execute_command", resolved, self.process.kill_grace_seconds)
+        # The deployment sets none of execute_command's environment: every entry is the call's.
+        return _prepared(
+            "execute_command", resolved, self.process.kill_grace_seconds, caller_env=list(args.env)
+        )
 
     async def execute_command(self, args: ExecuteCommandArgs, call: CallContext) -> ProcessResult:
         """Run ``argv`` as resolved; a non-zero exit or a timeout is a result."""
@@ -95,6 +102,10 @@ class ProcessTools:
                     ErrorCode.CONFIGURATION_ERROR,
                     "execute_command: process.roots: no root is configured",
                 )
+            # The plan checked env with the catalog's model; this worker's settings decide.
+            refused = refused_env(args.env, self.process.allow_env)
+            if refused:
+                raise Problem(["env"], f"env: {refusal(refused)}")
             return resolve(
                 args.argv,
                 args.cwd,
@@ -219,7 +230,10 @@ def _short(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _prepared(tool: str, resolved: Resolved, grace: float) -> Prepared:
+def _prepared(
+    tool: str, resolved: Resolved, grace: float, *, caller_env: Sequence[str] = ()
+) -> Prepared:
+    """The approval preview; ``caller_env`` are the variables the call gave, not the deployment."""
     spec = resolved.spec
     host = socket.gethostname()
     lines = [
@@ -229,10 +243,7 @@ def _prepared(tool: str, resolved: Resolved, grace: float) -> Prepared:
     ]
     if resolved.executable != spec.argv[0]:
         lines.append(f"runs:    {resolved.executable}")
-    if spec.env:
-        lines += ["env:", *(f"  {name}={shlex.quote(value)}" for name, value in spec.env.items())]
-    else:
-        lines.append("env:     (empty: nothing inherited)")
+    lines += _env_lines(spec.env, caller_env)
     lines.append(
         f"limits:  {spec.timeout_seconds:g} s, then SIGTERM to the process group and SIGKILL "
         f"{grace:g} s later; {spec.max_output_bytes} bytes of stdout and stderr together"
@@ -243,9 +254,33 @@ def _prepared(tool: str, resolved: Resolved, grace: float) -> Prepared:
         text="\n".join(lines),
         data={
             **resolved.precondition(),
+            "caller_env": list(caller_env),
             "kill_grace_seconds": grace,
             "host": host,
             "boundary": "host process, not a sandbox",
         },
     )
     return Prepared(preview=[artifact], precondition=resolved.precondition())
+
+
+def _env_lines(env: dict[str, str], caller_env: Sequence[str]) -> list[str]:
+    """The environment as an approver reads it: each variable the call gave marked ``[call]``,
+    and the ones that load code (the deployment allows them) marked again."""
+    if not env:
+        return ["env:     (empty: nothing inherited)"]
+    given = set(caller_env)
+    lines = [
+        "env:     [call]: given by the call, not set by the deployment"
+        if given
+        else "env:     set by the deployment"
+    ]
+    for name, value in env.items():
+        # A name is quoted too: one holding a newline must not pass for a line of its own.
+        entry = f"{shlex.quote(name)}={shlex.quote(value)}"
+        if name not in given:
+            lines.append(f"  {entry}")
+            continue
+        what = loads_code(name)
+        note = f"   <- loads code ({what}): allowed by process.allow_env" if what else ""
+        lines.append(f"  [call] {entry}{note}")
+    return lines

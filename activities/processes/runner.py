@@ -5,7 +5,9 @@ environment. stdout and stderr are drained concurrently; the combined output kep
 the pipes keep draining. On timeout, cancellation or worker shutdown the whole group gets SIGTERM,
 then SIGKILL after a grace period, and is reaped; after a normal exit the group is killed too, so
 ordinary descendants (``sleep 100 &``) do not outlive the call. Descendants that start their own
-session escape the group: this is host execution, not a sandbox.
+session escape the group: this is host execution, not a sandbox. One that still holds the output
+pipes when the call ends neither delays it (past ``DRAIN_AFTER_EXIT``) nor keeps the worker's ends
+open: the call owns its pipes and closes them, and a warning names the processes holding them.
 
 A worker killed with SIGKILL cannot clean up, so each group is written to a ledger on disk as soon
 as it runs and removed once it is gone; the next worker to start kills whatever groups the ledger
@@ -25,9 +27,9 @@ import functools
 import json
 import logging
 import os
+import shlex
 import signal
 import time
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,14 +39,18 @@ from temporalio import activity
 
 from activities.base import ToolResult
 from activities.heartbeat import Heartbeat
+from activities.processes.pipes import (
+    COMMAND_SHOWN,
+    DRAIN_AFTER_EXIT,
+    Output,
+    OutputPipes,
+    drain,
+    finish_drains,
+    pipe_holders,
+)
 
 log = logging.getLogger(__name__)
 
-READ_CHUNK = 65_536
-TAIL_BYTES = 1_024
-"""How much of the latest output each heartbeat carries."""
-DRAIN_AFTER_EXIT = 1.0
-"""How long pipes may stay open after the group is killed (a descendant in its own session)."""
 BUDGET_MARGIN = 2.0
 """Seconds kept back from the call's remaining budget to report (the kill has its own share)."""
 KILL_SETTLE = 1.0
@@ -187,35 +193,6 @@ def _read_entry(text: str) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-class _Output:
-    """stdout and stderr, kept up to a shared byte cap while both pipes keep draining."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.kept = {"stdout": bytearray(), "stderr": bytearray()}
-        self.seen = {"stdout": 0, "stderr": 0}
-        self.tail = bytearray()
-        self.truncated = False
-
-    def add(self, channel: str, chunk: bytes) -> None:
-        self.seen[channel] += len(chunk)
-        room = self.cap - len(self.kept["stdout"]) - len(self.kept["stderr"])
-        if len(chunk) > room:
-            self.truncated = True
-        self.kept[channel] += chunk[: max(room, 0)]
-        self.tail = (self.tail + chunk)[-TAIL_BYTES:]
-
-    def text(self, channel: str) -> str:
-        return bytes(self.kept[channel]).decode("utf-8", errors="replace")
-
-    def progress(self) -> dict[str, object]:
-        return {
-            "stdout_bytes": self.seen["stdout"],
-            "stderr_bytes": self.seen["stderr"],
-            "tail": bytes(self.tail).decode("utf-8", errors="replace"),
-        }
-
-
 async def run_process(
     spec: ProcessSpec,
     *,
@@ -236,24 +213,29 @@ async def run_process(
         if usable < timeout:
             timeout = max(usable, 0.0)
             cut_by_budget = True
-    output = _Output(spec.max_output_bytes)
+    output = Output(spec.max_output_bytes)
     started = time.monotonic()
-    process, canceled_while_spawning = await spawn(
-        *spec.argv,
-        cwd=spec.cwd,
-        env=spec.env,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-        preexec_fn=functools.partial(_die_with_parent, os.getpid()),
-    )
+    pipes = OutputPipes()
+    try:
+        process, canceled_while_spawning = await spawn(
+            *spec.argv,
+            cwd=spec.cwd,
+            env=spec.env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=pipes.stdout[1],
+            stderr=pipes.stderr[1],
+            start_new_session=True,
+            preexec_fn=functools.partial(_die_with_parent, os.getpid()),
+        )
+    except BaseException:
+        pipes.close()
+        raise
+    finally:
+        pipes.close_write_ends()  # the child has its own copies
     pgid = process.pid
-    assert process.stdout is not None
-    assert process.stderr is not None
     drains = [
-        asyncio.create_task(_drain(process.stdout, "stdout", output, heartbeat)),
-        asyncio.create_task(_drain(process.stderr, "stderr", output, heartbeat)),
+        asyncio.create_task(drain(pipes.stdout[0], output.taker("stdout", heartbeat))),
+        asyncio.create_task(drain(pipes.stderr[0], output.taker("stderr", heartbeat))),
     ]
     # Written off the loop; a cancellation while it is written must not lose the entry's removal.
     recorded = asyncio.ensure_future(asyncio.to_thread(ledger.record, pgid)) if ledger else None
@@ -276,7 +258,10 @@ async def run_process(
         await asyncio.shield(_kill_group(process, 0.0))
         raise
     finally:
-        await _finish_drains(drains)
+        held = await finish_drains(drains)
+        pipes.close()
+        if held:
+            await _warn_escaped(spec, pgid, pipes.inodes)
         if ledger is not None and recorded is not None:
             await asyncio.gather(recorded, return_exceptions=True)
             if not await asyncio.to_thread(_group_alive, pgid):
@@ -322,21 +307,17 @@ async def _exited(process: asyncio.subprocess.Process) -> None:
         pause = min(pause * 2, 0.05)
 
 
-async def _drain(
-    stream: asyncio.StreamReader, channel: str, output: _Output, heartbeat: Heartbeat | None
-) -> None:
-    while chunk := await stream.read(READ_CHUNK):
-        output.add(channel, chunk)
-        if heartbeat is not None:
-            heartbeat.update(**output.progress())
-
-
-async def _finish_drains(drains: Sequence[asyncio.Task[None]]) -> None:
-    """Let the pipes empty, but not forever: a descendant in its own session may hold them."""
-    _, pending = await asyncio.wait(drains, timeout=DRAIN_AFTER_EXIT)
-    for task in pending:
-        task.cancel()
-    await asyncio.gather(*drains, return_exceptions=True)
+async def _warn_escaped(spec: ProcessSpec, pgid: int, inodes: set[int]) -> None:
+    """Log the processes outside the group that still held the call's output pipes."""
+    holders = await asyncio.to_thread(pipe_holders, inodes)
+    shown = ", ".join(f"pid {pid} ({command})" for pid, command in holders)
+    log.warning(
+        "%s (process group %d): processes that left the group held its stdout or stderr when "
+        "the call ended; the call closed its ends of the pipes and did not kill them: %s",
+        shlex.join(spec.argv)[:COMMAND_SHOWN],
+        pgid,
+        shown or "none is left now",
+    )
 
 
 async def _kill_group(process: asyncio.subprocess.Process, grace: float) -> None:

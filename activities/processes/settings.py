@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from activities.processes.code_env import loads_code
 
 DEFAULT_TIMEOUT_SECONDS = 60.0
 MAX_TIMEOUT_SECONDS = 300.0
@@ -26,6 +28,19 @@ class ProcessSettings(_Settings):
     max_output_bytes: int = Field(default=MAX_OUTPUT_BYTES, gt=0)
     kill_grace_seconds: float = Field(default=KILL_GRACE_SECONDS, ge=0)
     """After SIGTERM to the process group, how long before SIGKILL."""
+    allow_env: list[str] = Field(default_factory=list)
+    """Variables a call's ``env`` may hold although they load code (``code_env``), by exact name."""
+
+    @field_validator("allow_env")
+    @classmethod
+    def _allow_env(cls, names: list[str]) -> list[str]:
+        pointless = [name for name in names if loads_code(name) is None]
+        if pointless:
+            raise ValueError(
+                f"{', '.join(map(repr, pointless))}: not refused by execute_command; only names "
+                "that load code need allowing"
+            )
+        return names
 
 
 class ShellSettings(_Settings):
