@@ -23,6 +23,7 @@ from activities.documents.models import ReadDocumentArgs, ReadDocumentResult
 from activities.documents.settings import DocumentSettings
 from activities.documents.tools import MAX_RESULT_BYTES, DocumentTools
 from activities.files.paths import Located, Roots
+from tests.support.children import children
 from tests.support.documents import (
     BILLION_LAUGHS,
     CALL,
@@ -76,22 +77,6 @@ async def attempt(tools: DocumentTools, path: Path) -> ReadDocumentResult | Appl
         return await read(tools, path)
     except ApplicationError as exc:
         return exc
-
-
-def children() -> set[int]:
-    """Live (non-zombie) children of this process."""
-    found = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[1]) == os.getpid() and fields[0] not in "ZX":
-            found.add(int(entry))
-    return found
 
 
 async def test_docx_declaring_a_gigabyte_is_refused_before_parsing(
