@@ -2,8 +2,9 @@
 
 ``tools`` holds the argument and result models and ``DatabaseTools``; ``backend`` the
 ``DatabaseBackend`` protocol another database can implement and the errors a backend reports;
-``sqlite`` the default backend, ``SQLiteDatabase``: fresh read-only connections to one existing
-file, an authorizer that allows only reads, runtime limits and a deadline.
+``sqlite`` the default backend, ``SQLiteDatabase``: each call in a query process of its own
+(``reader``: a read-only connection to one existing file, an untrusted schema, an authorizer that
+allows only reads and listed functions, runtime limits), killed at its deadline.
 """
 
 from activities.database.backend import DatabaseBackend

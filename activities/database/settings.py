@@ -31,3 +31,7 @@ class DatabaseSettings(BaseModel):
     )
     """Compact UTF-8 JSON of a whole result; also SQLite's limit on any one string or blob."""
     max_tables: int = Field(default=DEFAULT_MAX_TABLES, ge=1, le=MAX_TABLES_CEILING)
+    trusted_schema: bool = False
+    """SQLite's ``trusted_schema``: when off (the default), the file's views, triggers, generated
+    columns and indexes may call only the functions and virtual tables SQLite marks innocuous.
+    Turn on only for a file whose schema the deployment itself wrote."""

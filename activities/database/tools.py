@@ -203,6 +203,7 @@ class DatabaseTools:
                 timeout_seconds=settings.timeout_seconds,
                 max_result_bytes=settings.max_result_bytes,
                 max_tables=settings.max_tables,
+                trusted_schema=settings.trusted_schema,
             )
         self.settings = settings
         self.backend = backend

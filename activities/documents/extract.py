@@ -10,8 +10,9 @@ runs out of time, and never trusts more of its output than a fixed number of byt
 
 Refusals happen before any parser runs: a binary format must carry its magic number, an OLE2
 container (an encrypted Office file, or a legacy .doc/.xls) is refused by its signature, and an
-Office archive's entry count, declared expanded size and entry layout are checked from the zip
-central directory before the library opens it.
+Office archive is read into memory once, its entry count, declared expanded size and entry
+layout checked from the zip central directory, and every entry inflated a chunk at a time up
+to its declared size before the library opens it (``check_archive``).
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ import json
 import os
 import resource
 import signal
+import struct
 import sys
 import zipfile
+import zlib
 from collections.abc import Iterable
 from typing import IO, Any
 
@@ -59,11 +62,17 @@ MAX_SHEET_TITLE_CHARS = 31
 locations, which every section and match of the sheet repeats and no character limit charges."""
 MAX_ARCHIVE_ENTRIES = 10_000
 """A DOCX or XLSX with more zip entries than this is refused before parsing."""
+INFLATE_CHUNK = 65_536
+"""Bytes the archive check reads or inflates at a time: about what it holds in memory."""
+ARCHIVE_METHODS = frozenset({zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED})
+"""What Office writes; ``zipfile`` inflates a bzip2 or LZMA entry with no bound on its output."""
 PDF_MAGIC_WINDOW = 1_024
 """``%PDF-`` must start within the first KiB (readers tolerate a little junk before it)."""
 ZIP_MAGIC = b"PK\x03\x04"
 OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _LOCAL_HEADER_BYTES = 30
+_ENCRYPTED = 0x1
+"""General-purpose flag bit 0 of a zip entry."""
 _OPEN_FILES = 64
 _PR_SET_PDEATHSIG = 1
 
@@ -188,8 +197,11 @@ def extract(
     elif fmt in ("docx", "xlsx"):
         if not head.startswith(ZIP_MAGIC):
             raise Refused("refused", f"is not a {fmt.upper()} file (not a zip archive)")
-        check_archive(stream, fmt, max_archive_bytes)
-        (_docx if fmt == "docx" else _xlsx)(stream, out)
+        # One copy, so that the library parses the very bytes the check inflated, even if the
+        # file is rewritten in place meanwhile.
+        archive = io.BytesIO(stream.read())
+        check_archive(archive, fmt, max_archive_bytes)
+        (_docx if fmt == "docx" else _xlsx)(archive, out)
     else:
         data = stream.read()
         if b"\x00" in data:
@@ -208,12 +220,15 @@ def extract(
 
 
 def check_archive(stream: IO[bytes], fmt: str, max_bytes: int) -> None:
-    """Refuse an Office archive whose central directory promises too much, before parsing.
+    """Refuse an Office archive that promises or holds too much, before any parser reads it.
 
-    Declared sizes bound what a well-formed archive expands to; an entry that lies about its
-    size is stopped by ``zipfile`` itself (it never returns more than the declared size, and the
-    CRC check then fails). Overlapping entries, the trick of the non-recursive zip bombs, are
-    refused from their offsets.
+    From the central directory: at most ``MAX_ARCHIVE_ENTRIES`` entries declaring at most
+    ``max_bytes`` expanded bytes together, no two overlapping (the trick of the non-recursive zip
+    bombs), none encrypted or compressed other than stored or deflated. Then every entry is
+    inflated here, ``INFLATE_CHUNK`` bytes at a time and thrown away, and reading stops one byte
+    past its declared size: an entry that inflates to more is refused. The parser libraries rely
+    on this, because ``zipfile``, asked for a whole entry, inflates up to 2 GiB in one call before
+    it cuts the result to the declared size.
     """
     try:
         with zipfile.ZipFile(stream) as archive:
@@ -240,7 +255,56 @@ def check_archive(stream: IO[bytes], fmt: str, max_bytes: int) -> None:
         )
         if end > following.header_offset:
             raise Refused("refused", "archive has overlapping entries (a zip bomb)")
+    for entry in entries:
+        name = entry.filename[:100]
+        if entry.flag_bits & _ENCRYPTED:
+            raise Refused("encrypted", f"archive entry {name} is encrypted")
+        if entry.compress_type not in ARCHIVE_METHODS:
+            raise Refused(
+                "refused",
+                f"archive entry {name} uses compression method {entry.compress_type}; "
+                "only stored and deflated entries are read",
+            )
+        if _inflated(stream, entry) > entry.file_size:
+            raise Refused(
+                "refused",
+                f"archive entry {name} inflates past its declared {entry.file_size} bytes "
+                "(a zip bomb)",
+            )
     stream.seek(0)
+
+
+def _inflated(stream: IO[bytes], entry: zipfile.ZipInfo) -> int:
+    """How many bytes ``entry`` inflates to, counted a chunk at a time up to one byte past its
+    declared size, from the data ``zipfile`` reads for it (after its local header)."""
+    stream.seek(entry.header_offset)
+    header = stream.read(_LOCAL_HEADER_BYTES)
+    if len(header) < _LOCAL_HEADER_BYTES or not header.startswith(ZIP_MAGIC):
+        raise Refused("refused", f"archive entry {entry.filename[:100]} has no local header")
+    name_length, extra_length = struct.unpack_from("<HH", header, 26)
+    stream.seek(entry.header_offset + _LOCAL_HEADER_BYTES + name_length + extra_length)
+    deflated = entry.compress_type == zipfile.ZIP_DEFLATED
+    inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+    limit = entry.file_size + 1
+    left, size, pending = entry.compress_size, 0, b""
+    while size < limit:
+        if not pending and left > 0:
+            pending = stream.read(min(INFLATE_CHUNK, left))
+            left = left - len(pending) if pending else 0
+        if deflated:
+            try:
+                chunk = inflater.decompress(pending, min(INFLATE_CHUNK, limit - size))
+            except zlib.error as exc:
+                raise Refused(
+                    "refused", f"archive entry {entry.filename[:100]} is corrupt ({exc})"
+                ) from None
+            pending = inflater.unconsumed_tail
+        else:
+            chunk, pending = pending, b""
+        size += len(chunk)
+        if (deflated and inflater.eof) or not (chunk or pending or left):
+            break
+    return size
 
 
 def _check_xml(data: bytes) -> None:

@@ -13,7 +13,6 @@ the worker's event loop or memory.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import re
@@ -28,6 +27,7 @@ from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
 
 from activities.base import CallContext
+from activities.child_process import collect, ended, kill
 from activities.documents import extract
 from activities.documents.models import (
     DocumentMatch,
@@ -49,16 +49,11 @@ from workflows.models import ErrorCode
 PARSER_SCRIPT = extract.__file__
 MAX_PARSER_OUTPUT_BYTES = 4 * 1024 * 1024
 """More than any bounded extraction needs (100,000 characters at 6 JSON bytes and overhead)."""
-MAX_PARSER_ERROR_BYTES = 4_096
-"""The tail of the parser's stderr kept for a failure message."""
-READ_CHUNK = 65_536
 REPORT_MARGIN = 3.0
 """Seconds kept back from the activity's remaining time to kill the parser and report."""
 PARSER_REPORT_MARGIN = 10.0
 """Seconds an activity needs beyond the parser's timeout (open, start, kill, report); the
 configuration refuses a ``timeout_seconds`` that leaves less of the start-to-close timeout."""
-KILL_SETTLE = 2.0
-"""How long to wait for a killed parser to be reaped."""
 SNIPPET_CONTEXT = 60
 """Characters of context on each side of a match."""
 EXTRA = Extra("documents", tuple(sorted(set(extract.EXTRA_MODULES.values()))))
@@ -228,18 +223,20 @@ class DocumentTools:
             start_new_session=True,
         )
         if canceled:
-            await _kill(process)
+            await kill(process)
             raise asyncio.CancelledError
         try:
             async with Heartbeat(path=path, format=fmt, pid=process.pid):
-                out, err, overflow = await asyncio.wait_for(_collect(process), timeout)
+                out, err, overflow = await asyncio.wait_for(
+                    collect(process, MAX_PARSER_OUTPUT_BYTES), timeout
+                )
         except TimeoutError:
             raise tool_error(
                 ErrorCode.TIMED_OUT,
                 f"{tool}: {path}: parsing took longer than {timeout:g} s; the parser was stopped",
             ) from None
         finally:
-            await asyncio.shield(_kill(process))
+            await asyncio.shield(kill(process))
         if overflow:
             raise tool_error(
                 ErrorCode.EXECUTION_FAILED,
@@ -257,50 +254,6 @@ class DocumentTools:
 def _close_opened(opening: asyncio.Future[tuple[int, int]]) -> None:
     if not opening.cancelled() and opening.exception() is None:
         os.close(opening.result()[0])
-
-
-async def _collect(process: asyncio.subprocess.Process) -> tuple[bytes, bytes, bool]:
-    """The parser's stdout (at most the cap: ``overflow`` and a kill past it), the tail of its
-    stderr, once it has exited."""
-    assert process.stdout is not None
-    assert process.stderr is not None
-    stdout, stderr = process.stdout, process.stderr
-
-    async def read_out() -> tuple[bytes, bool]:
-        data = bytearray()
-        while chunk := await stdout.read(READ_CHUNK):
-            data += chunk
-            if len(data) > MAX_PARSER_OUTPUT_BYTES:
-                return bytes(data), True
-        return bytes(data), False
-
-    async def read_err() -> bytes:
-        tail = bytearray()
-        while chunk := await stderr.read(READ_CHUNK):
-            tail = (tail + chunk)[-MAX_PARSER_ERROR_BYTES:]
-        return bytes(tail)
-
-    errors = asyncio.ensure_future(read_err())
-    (out, overflow) = await read_out()
-    if overflow:
-        _signal(process, signal.SIGKILL)
-    err = await errors
-    await process.wait()
-    return out, err, overflow
-
-
-async def _kill(process: asyncio.subprocess.Process) -> None:
-    """SIGKILL the parser's group (a parser holds nothing worth a grace period) and reap it."""
-    if process.returncode is None:
-        _signal(process, signal.SIGKILL)
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(process.wait(), KILL_SETTLE)
-
-
-def _signal(process: asyncio.subprocess.Process, sig: signal.Signals) -> None:
-    # The group is the parser's own session; its pid is the group id.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, sig)
 
 
 def document_format(tool: str, path: str) -> str:
@@ -383,18 +336,11 @@ def _died(
     tool: str, path: str, returncode: int | None, stderr: bytes, settings: DocumentSettings
 ) -> ApplicationError:
     """The parser ended without an answer: killed by its CPU or memory limit, or crashed."""
-    if returncode is not None and returncode < 0:
-        sig = signal.Signals(-returncode)
-        if sig in (signal.SIGXCPU, signal.SIGKILL):
-            return tool_error(
-                ErrorCode.TIMED_OUT, f"{tool}: {path}: the parser ran out of CPU time"
-            )
-        how = f"was killed by {sig.name}"
-    else:
-        how = f"exited with status {returncode}"
+    if returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        return tool_error(ErrorCode.TIMED_OUT, f"{tool}: {path}: the parser ran out of CPU time")
     if b"MemoryError" in stderr:
         return _memory(tool, path, settings)
-    return tool_error(ErrorCode.EXECUTION_FAILED, f"{tool}: {path}: the parser {how}")
+    return tool_error(ErrorCode.EXECUTION_FAILED, f"{tool}: {path}: the parser {ended(returncode)}")
 
 
 def _memory(tool: str, path: str, settings: DocumentSettings) -> ApplicationError:

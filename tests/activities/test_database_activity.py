@@ -1,4 +1,5 @@
-"""The database tools as activities: heartbeats, cancellation interrupting SQLite, concurrency.
+"""The database tools as activities: heartbeats, cancellation killing the query process,
+concurrency, and a query process that ends without an answer.
 
 ``ActivityEnvironment`` gives a real activity context; the queries run against a real file.
 """
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import threading
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,12 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+from activities.database import DatabaseTools, SQLiteDatabase
 from activities.database import sqlite as sqlite_backend
-from activities.database.sqlite import SQLiteDatabase
+from activities.database.settings import DatabaseSettings
 from activities.database.tools import DatabaseSchemaArgs
-from tests.support.databases import CALL, database, query, tools_for
+from tests.support.children import children
+from tests.support.databases import CALL, database, failure, query, tools_for
 from workflows.models import ErrorCode
 
 __all__ = ["database"]  # the fixture, used by name
@@ -27,9 +30,9 @@ __all__ = ["database"]  # the fixture, used by name
 ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c"
 
 
-async def test_canceling_the_activity_interrupts_the_running_statement(database: Path) -> None:
-    """The deadline is 20 s; only ``interrupt()`` from the event loop can end the query sooner,
-    and the activity returns only once the statement has stopped and its connection closed."""
+async def test_canceling_the_activity_stops_the_running_statement(database: Path) -> None:
+    """The deadline is 20 s; only the cancellation can end the query sooner, and the activity
+    returns only once the query process is gone."""
     tools = tools_for(database, timeout_seconds=20)
     env = ActivityEnvironment()
     call = asyncio.create_task(query(tools, ENDLESS, env=env))
@@ -39,7 +42,7 @@ async def test_canceling_the_activity_interrupts_the_running_statement(database:
     # Bounded by wait_for's 5 s, a quarter of the 20 s deadline the query would otherwise run to.
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(call, 5)
-    # The worker thread is free again: the next query runs at once and the file is untouched.
+    # Nothing is left running: the next query runs at once and the file is untouched.
     assert (await query(tools, "SELECT count(*) FROM items")).rows == [[4]]
 
 
@@ -68,36 +71,36 @@ async def test_the_tools_heartbeat_while_they_run(database: Path) -> None:
     assert beats == [({"tool": "database_schema"},)]
 
 
-async def test_queries_run_in_parallel_off_the_event_loop(
-    database: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Two slow queries at once run side by side, and the loop stays responsive."""
+async def test_canceling_stops_a_query_stuck_inside_one_function_call(database: Path) -> None:
+    """One ``printf`` call pads for about 12 s, where neither the progress handler nor
+    ``interrupt()`` reaches: the cancellation kills the query process instead."""
+    tools = tools_for(database, timeout_seconds=20)
+    env = ActivityEnvironment()
+    before = children()
+    call = asyncio.create_task(query(tools, "SELECT printf('%.*c', 2000000000, 'x')", env=env))
+    await asyncio.sleep(0.5)
+    assert not call.done()
+    assert len(children() - before) == 1
+    env.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(call, 5)  # well before the call itself would have returned
+    assert children() == before
+
+
+async def test_queries_run_in_parallel_off_the_event_loop(database: Path) -> None:
+    """Two slow queries at once run side by side, each in its own query process, and the loop
+    stays responsive."""
     tools = tools_for(database, timeout_seconds=0.6)
     ticks = 0
-    # Counted in the worker threads rather than timed: both statements were running at once.
-    running = 0
     most = 0
-    lock = threading.Lock()
-    in_connection = SQLiteDatabase._in_connection
-
-    def counted(self: SQLiteDatabase, *args: Any) -> Any:
-        nonlocal running, most
-        with lock:
-            running += 1
-            most = max(most, running)
-        try:
-            return in_connection(self, *args)
-        finally:
-            with lock:
-                running -= 1
-
-    monkeypatch.setattr(SQLiteDatabase, "_in_connection", counted)
+    before = children()
 
     async def tick() -> None:
-        nonlocal ticks
+        nonlocal ticks, most
         while True:
             await asyncio.sleep(0.01)
             ticks += 1
+            most = max(most, len(children() - before))
 
     ticker = asyncio.create_task(tick())
     results = await asyncio.gather(
@@ -105,8 +108,10 @@ async def test_queries_run_in_parallel_off_the_event_loop(
     )
     ticker.cancel()
     assert all("deadline" in str(result) for result in results)
+    # Counted in /proc rather than timed: both statements were running at once.
     assert most == 2
     assert ticks > 20
+    assert children() == before
 
 
 async def test_a_database_locked_by_a_writer_is_a_retryable_failure(
@@ -128,3 +133,60 @@ async def test_a_database_locked_by_a_writer_is_a_retryable_failure(
     assert caught.value.type == ErrorCode.EXECUTION_FAILED
     assert not caught.value.non_retryable
     assert caught.value.message == "query_database: the database stayed locked by a writer"
+
+
+@pytest.mark.parametrize(
+    ("script", "code", "message"),
+    [
+        (
+            "import sys; sys.stdout.write('x' * 2_000_000)",
+            ErrorCode.EXECUTION_FAILED,
+            "the query process wrote more than 1114112 bytes",
+        ),
+        (
+            "import sys; sys.exit(3)",
+            ErrorCode.EXECUTION_FAILED,
+            "the query process exited with status 3",
+        ),
+        (
+            "print('{not json')",
+            ErrorCode.EXECUTION_FAILED,
+            "the query process exited with status 0",
+        ),
+        (
+            "import os; os.kill(os.getpid(), 15)",
+            ErrorCode.EXECUTION_FAILED,
+            "the query process was killed by SIGTERM",
+        ),
+        (
+            "raise MemoryError",
+            ErrorCode.EXECUTION_FAILED,
+            "the query ran out of memory (the query process may use 536870912 bytes); "
+            "select fewer or smaller values",
+        ),
+        (  # its CPU limit, past the deadline and the kill that should have come first
+            "import os, resource; resource.setrlimit(resource.RLIMIT_CORE, (0, 0)); "
+            "os.kill(os.getpid(), 24)",
+            ErrorCode.TIMED_OUT,
+            "stopped at the 5 s deadline; narrow the query",
+        ),
+    ],
+    ids=["flood", "exit", "garbage", "killed", "memory", "cpu-limit"],
+)
+async def test_a_query_process_without_an_answer(
+    database: Path, script: str, code: ErrorCode, message: str
+) -> None:
+    before = children()
+    backend = SQLiteDatabase(database, command=[sys.executable, "-c", script])
+    error = await failure(DatabaseTools(DatabaseSettings(path=database), backend), "SELECT 1")
+    assert (error.type, error.message) == (code, f"query_database: {message}")
+    assert children() == before
+
+
+async def test_a_query_process_that_cannot_start(database: Path, tmp_path: Path) -> None:
+    backend = SQLiteDatabase(database, command=[str(tmp_path / "missing-python")])
+    error = await failure(DatabaseTools(DatabaseSettings(path=database), backend), "SELECT 1")
+    assert (error.type, error.message) == (
+        ErrorCode.EXECUTION_FAILED,
+        "query_database: cannot start the query process: No such file or directory",
+    )

@@ -163,6 +163,50 @@ def declare_size(data: bytes, name: str, size: int) -> bytes:
     raise KeyError(name)
 
 
+def deflate_zeros(size: int) -> bytes:
+    """A raw deflate stream of ``size`` zero bytes (a multiple of 1 MiB), built from one
+    compressed MiB repeated: inflating gigabytes takes seconds, compressing them would too."""
+    mib = 1 << 20
+    assert size % mib == 0
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    # A full flush ends each MiB on a byte boundary with a fresh dictionary: every block is alike.
+    block = compressor.compress(bytes(mib)) + compressor.flush(zlib.Z_FULL_FLUSH)
+    return block * (size // mib) + compressor.flush()
+
+
+def lying_entry(data: bytes, name: str, deflated: bytes, declared: int) -> bytes:
+    """``data``, a zip, whose entry ``name`` holds the raw deflate stream ``deflated`` while both
+    its headers declare ``declared`` bytes expanded, with the CRC-32 of the first ``declared``
+    bytes the stream inflates to (so that a reader stopping there finds the CRC right)."""
+    source = zipfile.ZipFile(io.BytesIO(data))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            if info.filename == name:
+                target.writestr(name, deflated, compress_type=zipfile.ZIP_STORED)
+            else:
+                target.writestr(info, source.read(info))
+    inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+    crc = zlib.crc32(inflater.decompress(deflated, declared)) if declared else 0
+    patched = bytearray(out.getvalue())
+    at = 0
+    while (at := patched.find(b"PK\x01\x02", at)) != -1:
+        name_len = struct.unpack_from("<H", patched, at + 28)[0]
+        if bytes(patched[at + 46 : at + 46 + name_len]) == name.encode():
+            local = struct.unpack_from("<I", patched, at + 42)[0]
+            # Method, CRC-32 and expanded size: central record at 10/16/24, local at 8/14/22.
+            for method, checksum, size in (
+                (at + 10, at + 16, at + 24),
+                (local + 8, local + 14, local + 22),
+            ):
+                struct.pack_into("<H", patched, method, zipfile.ZIP_DEFLATED)
+                struct.pack_into("<I", patched, checksum, crc)
+                struct.pack_into("<I", patched, size, declared)
+            return bytes(patched)
+        at += 4
+    raise KeyError(name)
+
+
 def duplicate_entry(data: bytes, name: str, alias: str) -> bytes:
     """``data`` with a second central directory record, ``alias``, for ``name``'s local entry:
     two entries overlapping in the file, as the non-recursive zip bombs do."""
