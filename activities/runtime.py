@@ -6,17 +6,24 @@ them re-checks what it must not take on trust: that it runs inside ``ToolCallWor
 arguments are the ones planned (their digest), that the deployment's ceiling allows the call and
 that any approval it requires is present and bound to this digest. Results are checked against the
 tool's result model and the payload cap before they leave the worker.
+
+A tool's expected failure (an ``ApplicationError`` whose ``type`` is an ``ErrorCode``) is logged as
+one line naming the tool, the call and the code, and leaves as a ``BENIGN`` error, which the SDK
+logs at DEBUG without a traceback. An unexpected one (``internal``, or not typed) keeps the SDK's
+warning with its traceback.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from activities.base import CallContext, ToolArgs
 from activities.capabilities import default_ceiling
@@ -38,6 +45,11 @@ from workflows.models import (
 )
 
 ToolMethod = Callable[[ToolArgs, CallContext], Awaitable[Any]]
+
+log = logging.getLogger(__name__)
+LOGGED_MESSAGE_CHARS = 300
+"""An expected failure's message is cut to this in its log line."""
+_EXPECTED_CODES = frozenset(code.value for code in ErrorCode) - {ErrorCode.INTERNAL.value}
 
 
 class ToolRuntime:
@@ -98,11 +110,13 @@ class ToolRuntime:
     def _execute_activity(self, spec: ToolSpec, method: ToolMethod) -> Callable[..., Any]:
         @activity.defn(name=spec.name)
         async def execute(input: ExecuteInput) -> Any:
-            args = self._admit(spec, input, execute=True)
-            result = await _call(spec, method, args, input)
+            with _expected_failures(spec.name, input):
+                args = self._admit(spec, input, execute=True)
+                result = await _call(spec, method, args, input)
             if not isinstance(result, spec.result):
                 raise tool_error(ErrorCode.INTERNAL, f"{spec.name}: returned the wrong result type")
-            _check_size(spec, "result", result)
+            with _expected_failures(spec.name, input):
+                _check_size(spec, "result", result)
             return result
 
         return execute
@@ -110,12 +124,14 @@ class ToolRuntime:
     def _prepare_activity(self, spec: ToolSpec, method: ToolMethod) -> Callable[..., Any]:
         @activity.defn(name=prepare_activity_name(spec.name))
         async def prepare(input: ExecuteInput) -> Prepared:
-            args = self._admit(spec, input, execute=False)
-            prepared = await _call(spec, method, args, input)
+            with _expected_failures(prepare_activity_name(spec.name), input):
+                args = self._admit(spec, input, execute=False)
+                prepared = await _call(spec, method, args, input)
             if not isinstance(prepared, Prepared):
                 raise tool_error(ErrorCode.INTERNAL, f"{spec.name}: prepare returned no preview")
             # A preview (a diff of a large file, say) is a payload like any result.
-            _check_size(spec, "preview", prepared)
+            with _expected_failures(prepare_activity_name(spec.name), input):
+                _check_size(spec, "preview", prepared)
             return prepared
 
         return prepare
@@ -158,6 +174,32 @@ class ToolRuntime:
                     f"({'; '.join(decision.reasons())})",
                 )
         return args
+
+
+@contextlib.contextmanager
+def _expected_failures(activity_name: str, input: ExecuteInput) -> Iterator[None]:
+    """Log a tool's expected failure in one line and let it leave as a ``BENIGN`` error."""
+    try:
+        yield
+    except ApplicationError as err:
+        if err.type not in _EXPECTED_CODES or err.category is ApplicationErrorCategory.BENIGN:
+            raise
+        log.info(
+            "%s call %s (workflow %s) failed: %s: %s",
+            activity_name,
+            input.call_id,
+            activity.info().workflow_id,
+            err.type,
+            " ".join(err.message.split())[:LOGGED_MESSAGE_CHARS],
+        )
+        raise ApplicationError(
+            err.message,
+            *err.details,
+            type=err.type,
+            non_retryable=err.non_retryable,
+            next_retry_delay=err.next_retry_delay,
+            category=ApplicationErrorCategory.BENIGN,
+        ) from None
 
 
 def _check_size(spec: ToolSpec, what: str, value: BaseModel) -> None:

@@ -61,13 +61,22 @@ def default_approver() -> str:
 
 def build_request(args: argparse.Namespace) -> ToolCallRequest:
     """The request ``call`` starts, from its arguments; bad ones are usage errors."""
+    source, text = "ARGS_JSON", args.arguments
+    if text.startswith("@"):
+        # Arguments too long for a command line (a file's content, say) come from a file.
+        source = f"ARGS_JSON {text}"
+        try:
+            text = Path(text[1:]).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise CommandError(EXIT_USAGE, f"call: {source}: cannot read: {reason}") from None
     try:
-        arguments = json.loads(args.arguments)
+        arguments = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CommandError(EXIT_USAGE, f"call: ARGS_JSON is not valid JSON: {exc}") from None
+        raise CommandError(EXIT_USAGE, f"call: {source} is not valid JSON: {exc}") from None
     if not isinstance(arguments, dict):
         kind = type(arguments).__name__
-        raise CommandError(EXIT_USAGE, f"call: ARGS_JSON must be a JSON object, not {kind}")
+        raise CommandError(EXIT_USAGE, f"call: {source} must be a JSON object, not {kind}")
     request_policy = parse_policy(args.policy) if args.policy is not None else None
     if args.require_approval:
         request_policy = requiring_approval(args.tool, request_policy)

@@ -71,7 +71,11 @@ def _call_parsers(commands_: argparse._SubParsersAction[_Parser]) -> None:
     call = commands_.add_parser("call", parents=both, help="run one tool call")
     call.add_argument("tool", metavar="TOOL")
     call.add_argument(
-        "arguments", metavar="ARGS_JSON", nargs="?", default="{}", help="a JSON object"
+        "arguments",
+        metavar="ARGS_JSON",
+        nargs="?",
+        default="{}",
+        help="a JSON object, or @FILE to read it from a file",
     )
     call.add_argument("--policy", metavar="JSON|FILE", help="a CapabilityPolicy, inline or a file")
     call.add_argument(
@@ -88,7 +92,9 @@ def _call_parsers(commands_: argparse._SubParsersAction[_Parser]) -> None:
     )
     call.add_argument("--id", metavar="WORKFLOW_ID", help="the workflow id")
     call.add_argument(
-        "--no-wait", action="store_true", help="print the workflow id instead of the result"
+        "--no-wait",
+        action="store_true",
+        help="print the workflow id once the call is planned, instead of the result",
     )
 
     pending = commands_.add_parser(

@@ -18,7 +18,7 @@ from collections.abc import Awaitable
 from typing import Any, TextIO
 
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.client import WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
 
 from worker.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, build_request
@@ -36,7 +36,16 @@ from worker.render import (
     view_json,
     view_text,
 )
-from workflows.client import CallView, Delivery, NoPendingRequest, Outcome, ToolCallClient
+from workflows.client import (
+    CallConflict,
+    CallView,
+    Delivery,
+    NoPendingRequest,
+    Outcome,
+    PayloadTooLarge,
+    Started,
+    ToolCallClient,
+)
 from workflows.models import (
     ApprovalRecord,
     AskUserOutput,
@@ -100,6 +109,8 @@ async def run(config: Config, args: argparse.Namespace) -> int:
         return _report(args, outcome)
     except NoPendingRequest as exc:
         raise CommandError(EXIT_FAILED, f"{args.command}: {exc}") from None
+    except PayloadTooLarge as exc:
+        raise CommandError(EXIT_USAGE, f"{what}: {exc}") from None
     except RPCError as exc:
         if exc.status is RPCStatusCode.NOT_FOUND:
             raise CommandError(EXIT_FAILED, f"{what}: {exc.message}") from None
@@ -115,14 +126,27 @@ def list_tools(config: Config, args: argparse.Namespace) -> int:
 
 async def _call(calls: ToolCallClient, args: argparse.Namespace, request: ToolCallRequest) -> int:
     try:
-        handle = await calls.start(request, workflow_id=args.id)
-    except WorkflowAlreadyStartedError:
-        raise CommandError(EXIT_FAILED, f"call: workflow id {args.id} is taken") from None
+        started = await calls.start_or_join(request, workflow_id=args.id)
+    except CallConflict as exc:
+        raise CommandError(EXIT_FAILED, f"call: {exc}") from None
+    handle = started.handle
+    if started.existing:
+        _note(started)
     if args.no_wait:
-        _emit(args, {"workflow_id": handle.id, "run_id": handle.result_run_id}, handle.id)
-        return EXIT_OK
+        # Waiting for the plan reports unknown tools and invalid arguments at once.
+        view = await calls.planned(handle.id)
+        ended = view.state.result
+        if ended is None or ended.status is CallStatus.COMPLETED:
+            data = {
+                "workflow_id": handle.id,
+                "run_id": handle.result_run_id,
+                "existing": started.existing,
+            }
+            _emit(args, data, handle.id)
+            return EXIT_OK
+        return _finished(args, handle.id, ended)
     try:
-        if sys.stderr.isatty():
+        if sys.stderr.isatty() and started.running:
             result = await _watched(calls, handle.id, request.tool, handle.result())
         else:
             result = await handle.result()
@@ -131,9 +155,28 @@ async def _call(calls: ToolCallClient, args: argparse.Namespace, request: ToolCa
             EXIT_FAILED,
             f"call {handle.id}: interrupted; the call goes on (toolcalls show {handle.id})",
         ) from None
+    except WorkflowFailureError as exc:
+        cause = exc.cause or exc
+        raise CommandError(
+            EXIT_FAILED, f"call {handle.id}: ended without a result: {cause}"
+        ) from None
+    return _finished(args, handle.id, result)
+
+
+def _note(started: Started) -> None:
+    """Say on stderr that the id named a call that already existed: nothing was started."""
+    workflow_id = started.handle.id
+    if started.running:
+        text = f"call {workflow_id} already exists and is running: joined it, started nothing"
+    else:
+        text = f"call {workflow_id} already ran: its recorded result, nothing started again"
+    print(f"toolcalls: {text}", file=sys.stderr, flush=True)
+
+
+def _finished(args: argparse.Namespace, workflow_id: str, result: ToolCallResult) -> int:
     _emit(args, result.model_dump(mode="json"), result_text(result))
     if result.status is not CallStatus.COMPLETED:
-        raise CommandError(EXIT_FAILED, f"call {handle.id}: {result_reason(result)}")
+        raise CommandError(EXIT_FAILED, f"call {workflow_id}: {result_reason(result)}")
     return EXIT_OK
 
 

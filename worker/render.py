@@ -122,10 +122,24 @@ def result_reason(result: ToolCallResult) -> str:
 
 
 def artifact_body(artifact: PreviewArtifact) -> str:
-    """A preview artifact's first line of text, or its data as one line of JSON."""
+    """A preview artifact's first line of text (a diff's changed lines), or its data as JSON."""
     if artifact.text:
-        return next((line for line in artifact.text.splitlines() if line.strip()), "")
+        lines = [line for line in artifact.text.splitlines() if line.strip()]
+        if artifact.kind == "diff":
+            # The file names and hunk ranges say little on one line (a new file's diff starts
+            # "--- /dev/null"); the changed lines are what is being approved.
+            changes = [line for line in lines if _changed_line(line)]
+            kept = changes or [line for line in lines if not line.startswith(_DIFF_HEADERS)]
+            return " ".join(kept)
+        return lines[0] if lines else ""
     return compact(artifact.data) if artifact.data is not None else ""
+
+
+_DIFF_HEADERS = ("--- ", "+++ ", "@@ ")
+
+
+def _changed_line(line: str) -> bool:
+    return line.startswith(("+", "-")) and not line.startswith(_DIFF_HEADERS)
 
 
 def artifact_line(artifact: PreviewArtifact) -> str:

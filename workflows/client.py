@@ -5,6 +5,11 @@ search attributes with each call's ``ApprovalRequest`` or ``UserQuestion`` from 
 ``status()`` falls back to describe, memo and history. ``decide`` uses the ``decide`` update when a
 worker serves the call (so a rejected decision comes back with the validator's reason) and the
 signal when none does (the decision is queued and applied when a worker returns).
+
+A workflow id runs one call, once: ``start`` never reuses an id, and a start for an id that exists
+returns that call (joined while it runs, its recorded result once it has ended), so a retrying
+client is safe. Requests, decisions and answers are measured with the client's data converter,
+codec included, and refused before they are sent when Temporal would refuse them.
 """
 
 from __future__ import annotations
@@ -12,9 +17,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from enum import StrEnum
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -29,11 +32,12 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
-from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from workflows.limits import PayloadTooLarge, check_payload, check_request
 from workflows.models import (
     DEFAULT_TASK_QUEUE,
     MEMO_PENDING_APPROVAL,
@@ -43,9 +47,7 @@ from workflows.models import (
     SEARCH_TOOL,
     WORKFLOW_NAME,
     ApprovalDecision,
-    ApprovalRecord,
     ApprovalRequest,
-    AskUserOutput,
     CallState,
     DecisionInput,
     Phase,
@@ -55,18 +57,32 @@ from workflows.models import (
     UserQuestion,
 )
 from workflows.tool_call import ToolCallWorkflow
+from workflows.views import (
+    CallConflict,
+    CallView,
+    Delivery,
+    NoPendingRequest,
+    Outcome,
+    PendingCall,
+    Started,
+    finished_state,
+    model_or_none,
+)
 
 POLLER_FRESHNESS = timedelta(minutes=1)
 """A workflow poller seen this recently may be a worker serving the call's queue."""
 PROBE_TIMEOUT = timedelta(seconds=5)
-UPDATE_TIMEOUT = timedelta(seconds=10)
-"""How long an update may wait for the worker that answered the probe; then the signal goes."""
 """How long a worker gets to answer the ``status`` query before the call counts as unserved.
 
 The server keeps listing a stopped worker's pollers as fresh for up to a minute (a live idle
 worker's last poll is up to a minute old too), so fresh pollers alone do not prove a worker serves
 the call; an update or query sent to a call nobody serves waits forever.
 """
+UPDATE_TIMEOUT = timedelta(seconds=10)
+"""How long an update may wait for the worker that answered the probe; then the signal goes."""
+PLAN_WAIT = timedelta(seconds=30)
+"""How long ``planned`` waits for a worker that serves the call to plan it."""
+PLAN_POLL_SECONDS = 0.2
 _NO_ANSWER = (
     RPCStatusCode.CANCELLED,  # how the SDK reports its own RPC timeout
     RPCStatusCode.DEADLINE_EXCEEDED,
@@ -80,62 +96,17 @@ PENDING_QUERY = (
 Handle = WorkflowHandle[ToolCallWorkflow, ToolCallResult]
 _M = TypeVar("_M", bound=BaseModel)
 
-
-class NoPendingRequest(LookupError):
-    """The call is not waiting for the decision or answer that was sent."""
-
-
-class Delivery(StrEnum):
-    """How a decision or answer reached the call."""
-
-    ACCEPTED = "accepted"
-    """The update ran: the call has it."""
-    REJECTED = "rejected"
-    """The update's validator refused it; ``reason`` says why. Nothing was recorded."""
-    QUEUED = "queued"
-    """No worker serves the call: it went as a signal and is applied when one returns."""
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What became of a decision or an answer."""
-
-    delivery: Delivery
-    reason: str | None = None
-    record: ApprovalRecord | AskUserOutput | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.delivery is not Delivery.REJECTED
-
-
-@dataclass(frozen=True)
-class PendingCall:
-    """A call waiting for a human: enough to render it without asking a worker."""
-
-    workflow_id: str
-    tool: str
-    capabilities: list[str]
-    phase: Phase
-    approval: ApprovalRequest | None
-    question: UserQuestion | None
-    started_at: datetime
-
-    @property
-    def expires_at(self) -> datetime | None:
-        waiting = self.approval or self.question
-        return waiting.expires_at if waiting else None
-
-
-@dataclass(frozen=True)
-class CallView:
-    """A call's state, and whether a worker answered for it (``live``) or history did."""
-
-    state: CallState
-    live: bool
-    running: bool
-    history_events: list[str]
-    """Without a worker: the history's event types, so the log is not lost."""
+__all__ = [
+    "CallConflict",
+    "CallView",
+    "Delivery",
+    "NoPendingRequest",
+    "Outcome",
+    "PayloadTooLarge",
+    "PendingCall",
+    "Started",
+    "ToolCallClient",
+]
 
 
 class ToolCallClient:
@@ -184,19 +155,74 @@ class ToolCallClient:
         return self.client.get_workflow_handle_for(ToolCallWorkflow.run, workflow_id)
 
     async def start(self, request: ToolCallRequest, *, workflow_id: str | None = None) -> Handle:
-        """Start a call; its id defaults to ``toolcall-<call_id or a fresh uuid>``."""
-        return await self.client.start_workflow(
-            ToolCallWorkflow.run,
-            request,
-            id=workflow_id or f"toolcall-{request.call_id or uuid.uuid4()}",
-            task_queue=self.task_queue,
-            search_attributes=TypedSearchAttributes(
-                [
-                    SearchAttributePair(SEARCH_STATUS, Phase.PLANNING.value),
-                    SearchAttributePair(SEARCH_TOOL, request.tool[:200]),
-                ]
-            ),
-        )
+        """Start a call, or return the call its id already names (see ``start_or_join``)."""
+        return (await self.start_or_join(request, workflow_id=workflow_id)).handle
+
+    async def start_or_join(
+        self, request: ToolCallRequest, *, workflow_id: str | None = None
+    ) -> Started:
+        """Start a call; for an id that exists, that call, and nothing is started.
+
+        The id defaults to ``toolcall-<call_id or a fresh uuid>``; it is never reused, whatever
+        became of its call. Raises ``PayloadTooLarge`` for a request Temporal would refuse, and
+        ``CallConflict`` for an id that names another call (another tool or other arguments).
+        """
+        await check_request(self.client.data_converter, request)
+        workflow_id = workflow_id or f"toolcall-{request.call_id or uuid.uuid4()}"
+        try:
+            handle = await self.client.start_workflow(
+                ToolCallWorkflow.run,
+                request,
+                id=workflow_id,
+                task_queue=self.task_queue,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                search_attributes=TypedSearchAttributes(
+                    [
+                        SearchAttributePair(SEARCH_STATUS, Phase.PLANNING.value),
+                        SearchAttributePair(SEARCH_TOOL, request.tool[:200]),
+                    ]
+                ),
+            )
+        except WorkflowAlreadyStartedError:
+            return await self._existing(request, workflow_id)
+        return Started(handle, existing=False, running=True)
+
+    async def _existing(self, request: ToolCallRequest, workflow_id: str) -> Started:
+        """The call ``workflow_id`` already names, if it is the same call as ``request``."""
+        handle = self.handle(workflow_id)
+        description = await handle.describe()
+        if description.workflow_type != WORKFLOW_NAME:
+            raise CallConflict(
+                f"{workflow_id} is a {description.workflow_type} workflow, not a tool call"
+            )
+        async for event in handle.fetch_history_events(page_size=1):
+            payloads = event.workflow_execution_started_event_attributes.input.payloads
+            (first,) = await self.client.data_converter.decode(payloads, [ToolCallRequest])
+            break
+        else:  # pragma: no cover - a workflow's history starts with its start event
+            raise CallConflict(f"{workflow_id}: the call's history is empty")
+        if (first.tool, first.arguments) != (request.tool, request.arguments):
+            raise CallConflict(
+                f"{workflow_id} is already a call of {first.tool} with other arguments; "
+                "a call id runs one call, once"
+            )
+        running = description.status is WorkflowExecutionStatus.RUNNING
+        return Started(handle, existing=True, running=running)
+
+    async def planned(self, workflow_id: str, *, timeout: timedelta = PLAN_WAIT) -> CallView:
+        """The call once it is past planning or has ended, so bad arguments show at once.
+
+        A call no worker serves is returned as it is (it is planned when a worker comes); so is
+        one still planning after ``timeout``.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout.total_seconds()
+        while True:
+            view = await self.status(workflow_id)
+            planning = view.running and view.state.phase is Phase.PLANNING
+            if not planning or not view.live or loop.time() >= deadline:
+                return view
+            await asyncio.sleep(PLAN_POLL_SECONDS)
 
     async def call(
         self, request: ToolCallRequest, *, workflow_id: str | None = None
@@ -211,8 +237,8 @@ class ToolCallClient:
             attrs = execution.typed_search_attributes
             phase = Phase(attrs.get(SEARCH_STATUS) or Phase.AWAITING_APPROVAL.value)
             memo = await execution.memo()
-            approval = _model(ApprovalRequest, memo.get(MEMO_PENDING_APPROVAL))
-            question = _model(UserQuestion, memo.get(MEMO_PENDING_QUESTION))
+            approval = model_or_none(ApprovalRequest, memo.get(MEMO_PENDING_APPROVAL))
+            question = model_or_none(UserQuestion, memo.get(MEMO_PENDING_QUESTION))
             if approval is None and question is None:
                 continue  # the memo and the attribute are written together; this one just moved on
             found.append(
@@ -250,7 +276,7 @@ class ToolCallClient:
         running = description.status is WorkflowExecutionStatus.RUNNING
         if not running and description.status is WorkflowExecutionStatus.COMPLETED:
             result = await handle.result()
-            return CallView(_finished_state(result), live=False, running=False, history_events=[])
+            return CallView(finished_state(result), live=False, running=False, history_events=[])
         state = await self._live_state(handle, description) if running else None
         if state is not None:
             return CallView(state, live=True, running=True, history_events=[])
@@ -289,8 +315,8 @@ class ToolCallClient:
             tool=attrs.get(SEARCH_TOOL) or request.tool,
             phase=Phase(status) if known else Phase.DONE,
             capabilities=list(attrs.get(SEARCH_CAPABILITIES) or []),
-            pending_approval=_model(ApprovalRequest, memo.get(MEMO_PENDING_APPROVAL)),
-            pending_question=_model(UserQuestion, memo.get(MEMO_PENDING_QUESTION)),
+            pending_approval=model_or_none(ApprovalRequest, memo.get(MEMO_PENDING_APPROVAL)),
+            pending_question=model_or_none(UserQuestion, memo.get(MEMO_PENDING_QUESTION)),
             events=[],
             result=None,
         )
@@ -299,6 +325,7 @@ class ToolCallClient:
 
     async def decide(self, workflow_id: str, decision: ApprovalDecision) -> Outcome:
         """Send a decision: the update when a worker serves the call, else the signal."""
+        await check_payload(self.client.data_converter, "the decision", decision)
         handle = self.handle(workflow_id)
         description = await handle.describe()
         if description.status is not WorkflowExecutionStatus.RUNNING:
@@ -370,6 +397,7 @@ class ToolCallClient:
         """Answer (``None`` declines) the call's pending question."""
         question = await self.pending_question(workflow_id)
         answer = UserAnswer(request_id=question.request_id, answer=text, responder=responder)
+        await check_payload(self.client.data_converter, "the answer", answer)
         handle = self.handle(workflow_id)
         description = await handle.describe()
         if await self._live_state(handle, description) is None:
@@ -390,30 +418,12 @@ class ToolCallClient:
         description = await self.handle(workflow_id).describe()
         if description.status is not WorkflowExecutionStatus.RUNNING:
             return None
-        return _model(model, (await description.memo()).get(key))
-
-
-def _model(model: type[_M], value: Any) -> _M | None:
-    return None if value is None else model.model_validate(value)
+        return model_or_none(model, (await description.memo()).get(key))
 
 
 def _reason(exc: WorkflowUpdateFailedError) -> str:
     cause = exc.cause
     return cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
-
-
-def _finished_state(result: ToolCallResult) -> CallState:
-    return CallState(
-        workflow_id=result.workflow_id,
-        call_id=result.call_id,
-        tool=result.tool,
-        phase=Phase.DONE,
-        capabilities=result.capabilities,
-        pending_approval=None,
-        pending_question=None,
-        events=result.events,
-        result=result,
-    )
 
 
 async def _signal_after_timeout(

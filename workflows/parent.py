@@ -7,12 +7,15 @@
 
 Each call is a child workflow with the stable id ``"{parent_workflow_id}/tools/{call_id}"``, so a
 retried or replayed parent never starts a call twice, and its result is a ``ToolCallResult``:
-tool failures, denials and timeouts are results, never exceptions. A parent that closes cancels
-its pending calls. The budget is shared by every call made through one ``ToolCalls``; a call over
-it ends ``denied`` / ``budget_exceeded`` without starting a child. Per-capability limits need the
-call's capabilities first, so such calls are planned by the deployment (the ``plan`` activity on
-its task queue) before the child starts; a call the plan refuses (unknown tool, invalid arguments)
-ends there too, without a child.
+tool failures, denials and timeouts are results, never exceptions. A call id made again through
+the same ``ToolCalls`` joins the first call (same tool and arguments) instead of starting another.
+A request too large for Temporal ends ``failed`` / ``invalid_arguments`` before anything starts.
+A parent that closes cancels its pending calls. The budget is shared by every call made through
+one ``ToolCalls`` and charged in the order the calls were made; a call over it ends ``denied`` /
+``budget_exceeded`` without starting a child. Per-capability limits need the call's capabilities
+first, so such calls are planned by the deployment (the ``plan`` activity on its task queue)
+before the child starts; a call the plan refuses (unknown tool, invalid arguments) ends there too,
+without a child.
 """
 
 from __future__ import annotations
@@ -35,6 +38,12 @@ from temporalio.exceptions import (
 )
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
+from workflows.limits import (
+    CODEC_MARGIN_BYTES,
+    PAYLOAD_LIMIT_BYTES,
+    encoded_size,
+    oversized_request,
+)
 from workflows.models import (
     DEFAULT_APPROVAL_TIMEOUT,
     DEFAULT_TASK_QUEUE,
@@ -54,6 +63,12 @@ from workflows.tool_call import ToolCallWorkflow
 
 PLAN_START_TIMEOUT = timedelta(seconds=30)
 PLAN_TIMEOUT = timedelta(seconds=10)
+REQUEST_LIMIT_BYTES = PAYLOAD_LIMIT_BYTES - CODEC_MARGIN_BYTES
+"""A child's request, measured before the worker's codec runs, must leave room for the codec."""
+BUDGET_ORDER_PATCH = "toolcalls.parent.budget-in-request-order"
+"""Parents recorded before this charged per-capability budgets as the plans came back."""
+JOIN_PATCH = "toolcalls.parent.join-repeated-call-id"
+"""Parents recorded before this tried to start a repeated call id again (and were refused)."""
 
 
 class CallBudget(BaseModel):
@@ -99,6 +114,8 @@ class ToolCalls:
         self.approval_timeout = approval_timeout
         self.budget = budget or CallBudget()
         self.usage = usage or BudgetUsage()
+        self._last_turn: asyncio.Event | None = None
+        self._calls: dict[str, _Call] = {}
 
     async def call(
         self,
@@ -108,22 +125,70 @@ class ToolCalls:
         call_id: str | None = None,
     ) -> ToolCallResult:
         """Run one call (a tool name and arguments, or a whole request) and return its result."""
-        request = self._request(tool, arguments, call_id)
+        return await self._call(self._request(tool, arguments, call_id), self._turn())
+
+    async def call_many(
+        self, calls: Iterable[ToolCallRequest | tuple[str, Mapping[str, Any]]]
+    ) -> list[ToolCallResult]:
+        """Run several calls in parallel; results in the order given, budget charged in it too."""
+        requests = [
+            call if isinstance(call, ToolCallRequest) else self._request(call[0], call[1], None)
+            for call in calls
+        ]
+        # Turns are taken here, in the requests' order, before any call runs.
+        turns = [(self._request(request, None, None), self._turn()) for request in requests]
+        return list(await asyncio.gather(*(self._call(r, turn) for r, turn in turns)))
+
+    def _turn(self) -> _Turn:
+        """The next place in the order in which calls are charged to the budget."""
+        turn = _Turn(self._last_turn)
+        self._last_turn = turn.done
+        return turn
+
+    async def _call(self, request: ToolCallRequest, turn: _Turn) -> ToolCallResult:
         child_id = f"{workflow.info().workflow_id}/tools/{request.call_id}"
-        if self.budget.per_capability:
-            capabilities, refusal = await self._plan(request, child_id)
-            if refusal is not None:
-                return refusal
-        else:
-            capabilities = []
-        over = self._reserve(capabilities)
+        earlier = self._calls.get(child_id)
+        if earlier is not None and workflow.patched(JOIN_PATCH):
+            turn.done.set()
+            return await earlier.joined(request, child_id)
+        if earlier is None:
+            call = _Call(request)
+            self._calls[child_id] = call
+            try:
+                result = await self._started(request, child_id, turn)
+            except BaseException:
+                call.result.cancel()  # a repeat waiting for this call is canceled with it
+                raise
+            call.result.set_result(result)
+            return result
+        return await self._started(request, child_id, turn)
+
+    async def _started(
+        self, request: ToolCallRequest, child_id: str, turn: _Turn
+    ) -> ToolCallResult:
+        """Check, charge and start the call; its result, or why it ended without a child."""
+        try:
+            deadline = self._deadline(request)
+            if deadline is not None:
+                request = request.model_copy(update={"deadline": deadline})
+            too_large = _oversized(request)
+            if too_large is not None:
+                return _local_result(request, child_id, CallStatus.FAILED, error=too_large)
+            capabilities: list[str] = []
+            if self.budget.per_capability:
+                capabilities, refusal = await self._plan(request, child_id)
+                if refusal is not None:
+                    return refusal
+                # Plans come back in any order; the budget is charged in the calls' order.
+                if workflow.patched(BUDGET_ORDER_PATCH):
+                    await turn.ready()
+            over = self._reserve(capabilities)
+        finally:
+            turn.done.set()
         if over:
             return _local_result(
                 request, child_id, CallStatus.DENIED, ErrorCode.BUDGET_EXCEEDED, over
             )
-        deadline = self._deadline(request)
-        if deadline is not None:
-            request = request.model_copy(update={"deadline": deadline})
         try:
             return await workflow.execute_child_workflow(
                 ToolCallWorkflow.run,
@@ -143,16 +208,6 @@ class ToolCalls:
             )
         except ChildWorkflowError as err:
             return _child_failed(request, child_id, err)
-
-    async def call_many(
-        self, calls: Iterable[ToolCallRequest | tuple[str, Mapping[str, Any]]]
-    ) -> list[ToolCallResult]:
-        """Run several calls in parallel; results in the order given."""
-        requests = [
-            call if isinstance(call, ToolCallRequest) else self._request(call[0], call[1], None)
-            for call in calls
-        ]
-        return list(await asyncio.gather(*(self.call(request) for request in requests)))
 
     def _request(
         self,
@@ -223,6 +278,54 @@ class ToolCalls:
     def _deadline(self, request: ToolCallRequest) -> datetime | None:
         deadlines = [_aware(d) for d in (request.deadline, self.budget.deadline) if d is not None]
         return min(deadlines, default=None)
+
+
+class _Turn:
+    """A call's place in the budget's order: it is charged once the call before it was."""
+
+    def __init__(self, before: asyncio.Event | None) -> None:
+        self.before = before
+        self.done = asyncio.Event()
+        """Set once this call was charged, or ended without being charged."""
+
+    async def ready(self) -> None:
+        if self.before is not None and not self.before.is_set():
+            await self.before.wait()
+
+
+class _Call:
+    """A call made through one ``ToolCalls``: a repeat of its call id gets its result."""
+
+    def __init__(self, request: ToolCallRequest) -> None:
+        self.request = request
+        self.result: asyncio.Future[ToolCallResult] = asyncio.get_running_loop().create_future()
+
+    async def joined(self, request: ToolCallRequest, child_id: str) -> ToolCallResult:
+        """The first call's result for the same call; a refusal for another under its id."""
+        first = self.request
+        if (first.tool, first.arguments) != (request.tool, request.arguments):
+            return _local_result(
+                request,
+                child_id,
+                CallStatus.FAILED,
+                ErrorCode.PRECONDITION_FAILED,
+                f"call {request.call_id} was already made with another tool or other arguments "
+                f"as {child_id}; not starting it again",
+            )
+        return await asyncio.shield(self.result)
+
+
+def _oversized(request: ToolCallRequest) -> ToolError | None:
+    """The error for a request too large to start as a child, measured as the SDK will."""
+    converter = workflow.payload_converter()
+    size = encoded_size(converter.to_payloads([request]))
+    if size <= REQUEST_LIMIT_BYTES:
+        return None
+    sizes = {
+        name: encoded_size(converter.to_payloads([value]))
+        for name, value in request.arguments.items()
+    }
+    return oversized_request(request.tool, size, sizes, REQUEST_LIMIT_BYTES)
 
 
 def _covers(key: str, capability: str) -> bool:

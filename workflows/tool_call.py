@@ -243,10 +243,9 @@ class ToolCallWorkflow:
             )
         approval = self._approval
         assert approval is not None
-        who = approval.approver or "an unnamed approver"
-        because = f": {approval.reason}" if approval.reason else ""
         if not approval.approved:
-            self._event(EventKind.APPROVAL_DENIED, f"by {who} via {approval.via}{because}")
+            who = approval.approver or "an unnamed approver"
+            because = f": {approval.reason}" if approval.reason else ""
             raise _Ended(
                 self._end(
                     CallStatus.DENIED,
@@ -254,7 +253,6 @@ class ToolCallWorkflow:
                     f"{plan.tool}: denied by {who}{because}",
                 )
             )
-        self._event(EventKind.APPROVAL_GRANTED, f"by {who} via {approval.via}{because}")
         self._check_budget()
 
     async def _ask_user(self, plan: CallPlan) -> ToolCallResult:
@@ -283,8 +281,6 @@ class ToolCallWorkflow:
             assert self._answer is not None
             text = self._answer.answer
             status = QuestionStatus.DECLINED if text is None else QuestionStatus.ANSWERED
-            kind = EventKind.QUESTION_DECLINED if text is None else EventKind.QUESTION_ANSWERED
-            self._event(kind, f"by {self._answer.responder or 'the user'}")
         output = AskUserOutput(request_id=question.request_id, status=status, answer=text)
         return self._end(CallStatus.COMPLETED, output=output.model_dump(mode="json"))
 
@@ -533,6 +529,12 @@ class ToolCallWorkflow:
             via=via,
         )
         self._approval = record
+        # Logged as it is accepted, so that a decision it beat in the same workflow task (and
+        # which is logged as ignored at once) comes after it, as in history.
+        who = record.approver or "an unnamed approver"
+        because = f": {record.reason}" if record.reason else ""
+        kind = EventKind.APPROVAL_GRANTED if approved else EventKind.APPROVAL_DENIED
+        self._event(kind, f"by {who} via {via}{because}")
         return record
 
     @workflow.update
@@ -541,7 +543,7 @@ class ToolCallWorkflow:
         problem = self._answer_problem(answer)
         if problem:
             raise ApplicationError(problem, type="rejected", non_retryable=True)
-        self._answer = answer
+        self._accept_answer(answer)
         status = QuestionStatus.DECLINED if answer.answer is None else QuestionStatus.ANSWERED
         return AskUserOutput(request_id=answer.request_id, status=status, answer=answer.answer)
 
@@ -562,7 +564,12 @@ class ToolCallWorkflow:
             who = answer.responder or "an unnamed sender"
             self._event(EventKind.SIGNAL_IGNORED, f"answer from {who}: {problem}")
             return
+        self._accept_answer(answer)
+
+    def _accept_answer(self, answer: UserAnswer) -> None:
         self._answer = answer
+        kind = EventKind.QUESTION_DECLINED if answer.answer is None else EventKind.QUESTION_ANSWERED
+        self._event(kind, f"by {answer.responder or 'the user'}")  # logged as accepted: see _accept
 
     def _answer_problem(self, answer: UserAnswer) -> str | None:
         pending = self._pending_question

@@ -47,3 +47,21 @@ class AgentParent:
             else:
                 results += await tools.call_many(batch)
         return ParentOutput(results=results, usage=tools.usage)
+
+
+class OversizedInput(BaseModel):
+    task_queue: str
+    size: int
+    """Characters of the ``probe_echo`` text the parent makes up (its own input stays small)."""
+
+
+@workflow.defn
+class OversizedParent:
+    """Calls ``probe_echo`` with a text of ``size`` characters, then with a small one."""
+
+    @workflow.run
+    async def run(self, input: OversizedInput) -> list[ToolCallResult]:
+        tools = ToolCalls(task_queue=input.task_queue)
+        big = await tools.call("probe_echo", {"text": "x" * input.size}, call_id="big")
+        small = await tools.call("probe_echo", {"text": "small"}, call_id="small")
+        return [big, small]

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from temporalio.testing import WorkflowEnvironment
 
 from tests.worker.support import TOOLCALLS, Spawn, Spawned, hermetic_env, kill_marked
 
@@ -28,3 +29,10 @@ def spawn(tmp_path: Path) -> Iterator[Spawn]:
     for spawned in started:
         spawned.kill()
     kill_marked(str(tmp_path))
+
+
+@pytest.fixture
+def address(env: WorkflowEnvironment) -> str:
+    """The session dev server's address, for ``toolcalls --address``."""
+    target: str = env.client.service_client.config.target_host
+    return target

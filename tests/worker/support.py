@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import queue
+import re
 import signal
 import socket
 import subprocess
@@ -15,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 TOOLCALLS = str(Path(sys.executable).with_name("toolcalls"))
 """The installed console script, beside the interpreter running the tests."""
@@ -226,3 +229,41 @@ def write_config(tmp_path: Path, text: str, name: str = "toolcalls.toml") -> Pat
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     return path
+
+
+async def command(tmp_path: Path, address: str, *args: str, timeout: float = 60) -> Done:
+    """``toolcalls ARGS --address <the session's dev server>``."""
+    return await toolcalls(tmp_path, *args, "--address", address, timeout=timeout)
+
+
+async def pending_entry(
+    tmp_path: Path, address: str, workflow_id: str, timeout: float = 20
+) -> dict[str, Any]:
+    """Poll ``toolcalls pending --json`` (visibility is eventually consistent) for one call."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done = await command(tmp_path, address, "pending", "--json")
+        assert done.code == 0, done.stderr
+        found = [call for call in json.loads(done.stdout) if call["workflow_id"] == workflow_id]
+        if found:
+            entry: dict[str, Any] = found[0]
+            return entry
+        assert time.monotonic() < deadline, f"pending never listed {workflow_id}"
+        await asyncio.sleep(0.2)
+
+
+async def pending_row(tmp_path: Path, address: str, workflow_id: str) -> list[str]:
+    """The cells of a call's row in the text ``pending`` table."""
+    done = await command(tmp_path, address, "pending")
+    assert done.code == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split("  ")[0] == "WORKFLOW ID"
+    [row] = [line for line in lines if line.startswith(workflow_id + " ")]
+    return re.split(r"\s{2,}", row)
+
+
+def field(text: str, label: str) -> str:
+    """The value of a ``label: value`` line of a command's text output."""
+    match = re.search(rf"^{label}:\s+(.*)$", text, re.MULTILINE)
+    assert match, f"no {label!r} line in:\n{text}"
+    return match.group(1)

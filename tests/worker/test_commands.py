@@ -21,20 +21,22 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
-from temporalio.testing import WorkflowEnvironment
 
 from tests.support.harness import history_types, make_config, running_worker
 from tests.worker.support import (
     TOOLCALLS,
     Done,
     Spawn,
+    command,
+    field,
     hermetic_env,
     one_line,
+    pending_entry,
+    pending_row,
     toolcalls,
 )
 from workflows.models import CallStatus, ErrorCode, EventKind, ToolCallResult
@@ -42,43 +44,6 @@ from workflows.tool_call import ToolCallWorkflow
 
 SIGNALED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
 STAMP = "%Y-%m-%dT%H:%M:%SZ"
-
-
-@pytest.fixture
-def address(env: WorkflowEnvironment) -> str:
-    target: str = env.client.service_client.config.target_host
-    return target
-
-
-async def command(tmp_path: Path, address: str, *args: str, timeout: float = 60) -> Done:
-    """``toolcalls ARGS --address <the session's dev server>``."""
-    return await toolcalls(tmp_path, *args, "--address", address, timeout=timeout)
-
-
-async def pending_entry(
-    tmp_path: Path, address: str, workflow_id: str, timeout: float = 20
-) -> dict[str, Any]:
-    """Poll ``toolcalls pending --json`` (visibility is eventually consistent) for one call."""
-    deadline = time.monotonic() + timeout
-    while True:
-        done = await command(tmp_path, address, "pending", "--json")
-        assert done.code == 0, done.stderr
-        found = [call for call in json.loads(done.stdout) if call["workflow_id"] == workflow_id]
-        if found:
-            entry: dict[str, Any] = found[0]
-            return entry
-        assert time.monotonic() < deadline, f"pending never listed {workflow_id}"
-        await asyncio.sleep(0.2)
-
-
-async def pending_row(tmp_path: Path, address: str, workflow_id: str) -> list[str]:
-    """The cells of a call's row in the text ``pending`` table."""
-    done = await command(tmp_path, address, "pending")
-    assert done.code == 0, done.stderr
-    lines = done.stdout.splitlines()
-    assert lines[0].split("  ")[0] == "WORKFLOW ID"
-    [row] = [line for line in lines if line.startswith(workflow_id + " ")]
-    return re.split(r"\s{2,}", row)
 
 
 def about(stamp: str | None, expected: datetime, slack: float = 60) -> bool:
@@ -94,13 +59,6 @@ def outcome_of(done: Done) -> tuple[CallStatus, ErrorCode | None]:
     """The status and error code of the ``ToolCallResult`` a ``call --json`` printed."""
     result = ToolCallResult.model_validate_json(done.stdout)
     return result.status, result.error.code if result.error else None
-
-
-def field(text: str, label: str) -> str:
-    """The value of a ``label: value`` line of a command's text output."""
-    match = re.search(rf"^{label}:\s+(.*)$", text, re.MULTILINE)
-    assert match, f"no {label!r} line in:\n{text}"
-    return match.group(1)
 
 
 async def test_approve_across_a_worker_restart(
@@ -408,9 +366,19 @@ async def test_call_exit_codes_policies_and_json(
             tmp_path, address, *waits, "--approval-timeout", "none", "--id", never, *queue
         )
         assert untimed.code == 0, untimed.stderr
-        taken = await command(tmp_path, address, *waits, "--id", never, *queue)
+        # The same call again is that call; another call under its id is refused.
+        joined = await command(tmp_path, address, *waits, "--id", never, *queue)
+        assert (joined.code, joined.stdout) == (0, f"{never}\n")
+        assert one_line(joined.stderr) == (
+            f"toolcalls: call {never} already exists and is running: joined it, started nothing"
+        )
+        other = ("call", "calculator", '{"expression": "2"}', "--no-wait", "--id", never)
+        taken = await command(tmp_path, address, *other, *queue)
         assert taken.code == 1
-        assert one_line(taken.stderr) == f"toolcalls: call: workflow id {never} is taken"
+        assert one_line(taken.stderr) == (
+            f"toolcalls: call: {never} is already a call of calculator with other arguments; "
+            "a call id runs one call, once"
+        )
         assert (await pending_entry(tmp_path, address, never))["expires_at"] is None
         assert (await pending_row(tmp_path, address, never))[4] == "never"
         cleared = await command(tmp_path, address, "deny", never)
@@ -463,6 +431,10 @@ async def test_unknown_namespace_exits_2(tmp_path: Path, address: str) -> None:
         (
             ("call", "calculator", "--policy", '{"rules": {}, "budget": 3}'),
             "toolcalls: call: --policy: budget: Extra inputs are not permitted",
+        ),
+        (
+            ("call", "calculator", "@no-such-arguments.json"),
+            "toolcalls: call: ARGS_JSON @no-such-arguments.json: cannot read: No such file",
         ),
         (
             ("call", "calculator", "--policy", "no-such-policy.json"),

@@ -17,7 +17,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 from temporalio.contrib.pydantic import PydanticPayloadConverter, pydantic_data_converter
 from temporalio.converter import DataConverter, DefaultPayloadConverter, PayloadCodec
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
 
 from tests.support.client import (
     ASK,
@@ -28,7 +28,8 @@ from tests.support.client import (
     write_request,
 )
 from tests.support.harness import listed, make_config, running_worker
-from workflows.client import Delivery, ToolCallClient
+from workflows.client import CallConflict, Delivery, PayloadTooLarge, ToolCallClient
+from workflows.limits import PAYLOAD_LIMIT_BYTES, encoded_size
 from workflows.models import (
     SEARCH_STATUS,
     SEARCH_TOOL,
@@ -40,6 +41,7 @@ from workflows.models import (
     Phase,
     ToolCallRequest,
 )
+from workflows.tool_call import ToolCallWorkflow
 
 ZLIB = b"binary/zlib"
 PROBE = timedelta(seconds=2)
@@ -138,8 +140,9 @@ async def test_start_is_visible_at_once_and_runs_when_a_worker_comes(
     assert description.typed_search_attributes.get(SEARCH_TOOL) == "calculator"
     # No worker has touched it, yet a visibility query already finds it.
     await listed(client, 'ToolCallStatus="planning" AND ToolName="calculator"', handle.id)
-    with pytest.raises(WorkflowAlreadyStartedError):
-        await tools.start(request)
+    # Started again (a retrying client), it is the same call.
+    again = await tools.start_or_join(request)
+    assert (again.handle.id, again.existing, again.running) == (handle.id, True, True)
 
     anonymous = await tools.start(ToolCallRequest(tool="calculator", arguments={"expression": "2"}))
     assert anonymous.id.startswith("toolcall-")
@@ -281,3 +284,99 @@ async def test_status_of_a_terminated_call_shows_nothing_pending(
     assert view.state.pending_approval is None
     assert view.history_events[-1] == "WORKFLOW_EXECUTION_TERMINATED"
     await unlisted_pending(tools, handle.id)
+
+
+async def test_a_call_id_runs_once_and_a_repeated_start_returns_that_call(
+    client: Client, task_queue: str
+) -> None:
+    tools = ToolCallClient(client, task_queue=task_queue, probe_timeout=PROBE)
+    request = calc("6 * 7")
+    async with running_worker(client, make_config(task_queue)) as probes:
+        first = await tools.start_or_join(request)
+        assert (first.existing, first.running) == (False, True)
+        result = await asyncio.wait_for(first.handle.result(), 30)
+        run_id = (await first.handle.describe()).run_id
+
+        # A finished call gives its recorded result and starts nothing.
+        again = await tools.start_or_join(request)
+        assert (again.handle.id, again.existing, again.running) == (first.handle.id, True, False)
+        assert await again.handle.result() == result
+        assert await asyncio.wait_for(tools.call(request), 30) == result
+        assert (await tools.handle(first.handle.id).describe()).run_id == run_id
+
+        # A running one is joined.
+        write = write_request("once")
+        waiting = await tools.start_or_join(write)
+        await listed_pending(tools, waiting.handle.id)
+        joined = await tools.start_or_join(write)
+        assert (joined.handle.id, joined.existing, joined.running) == (
+            waiting.handle.id,
+            True,
+            True,
+        )
+        await tools.approve(waiting.handle.id, approver="alice")
+        written = await asyncio.wait_for(joined.handle.result(), 30)
+    assert written.status is CallStatus.COMPLETED
+    assert probes.runs == {"probe_write": 1}
+
+    # The id of another call (other arguments, another workflow) is not reused either.
+    with pytest.raises(CallConflict, match="is already a call of calculator with other arguments"):
+        await tools.start(calc("1"), workflow_id=first.handle.id)
+    assert (await tools.handle(first.handle.id).describe()).run_id == run_id
+
+
+async def test_a_request_too_large_for_temporal_is_refused_before_it_starts(
+    client: Client, task_queue: str
+) -> None:
+    tools = ToolCallClient(client, task_queue=task_queue)
+    text = "x" * (3 * 1024 * 1024)
+    request = ToolCallRequest(tool="probe_echo", arguments={"text": text}, call_id=new_call_id())
+    with pytest.raises(PayloadTooLarge) as raised:
+        await tools.start(request)
+    message = str(raised.value)
+    assert message.startswith("probe_echo: the request is ")
+    assert f"bytes encoded; the limit is {PAYLOAD_LIMIT_BYTES} bytes: shrink 'text' (" in message
+    assert raised.value.fixable_args == ["text"]
+    with pytest.raises(RPCError) as missing:
+        await tools.handle(f"toolcall-{request.call_id}").describe()
+    assert missing.value.status is RPCStatusCode.NOT_FOUND
+
+    # The size is the encoded one, codec included: compressed, the same request fits.
+    zipped = ToolCallClient(
+        Client(
+            client.service_client,
+            namespace=client.namespace,
+            data_converter=DataConverter(payload_codec=ZlibCodec()),
+        ),
+        task_queue=task_queue,
+    )
+    handle = await zipped.start(request)
+    history = await handle.fetch_history()
+    started = history.events[0].workflow_execution_started_event_attributes
+    assert started.input.ByteSize() < 100_000
+    await handle.terminate("only its start mattered")
+
+
+async def test_the_limit_is_temporals_to_the_byte(client: Client, task_queue: str) -> None:
+    tools = ToolCallClient(client, task_queue=task_queue)
+
+    def echo(length: int) -> ToolCallRequest:
+        return ToolCallRequest(tool="probe_echo", arguments={"text": "x" * length})
+
+    async def size(request: ToolCallRequest) -> int:
+        return encoded_size(await client.data_converter.encode([request]))
+
+    length = PAYLOAD_LIMIT_BYTES - await size(echo(0))
+    while await size(echo(length)) > PAYLOAD_LIMIT_BYTES:
+        length -= 1
+    assert await size(echo(length)) == PAYLOAD_LIMIT_BYTES
+    at_limit = await tools.start(echo(length), workflow_id=f"limit-{uuid.uuid4()}")
+    await at_limit.terminate("only its start mattered")
+    over = echo(length + 1)
+    with pytest.raises(PayloadTooLarge):
+        await tools.start(over)
+    # Temporal itself refuses that one byte more.
+    with pytest.raises(RPCError, match="size exceeds limit"):
+        await client.start_workflow(
+            ToolCallWorkflow.run, over, id=f"over-{uuid.uuid4()}", task_queue=task_queue
+        )

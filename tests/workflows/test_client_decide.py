@@ -13,7 +13,14 @@ from temporalio.client import Client, WorkflowExecutionStatus
 
 from tests.support.client import ASK, listed_pending, question_request, write_request
 from tests.support.harness import history_types, make_config, running_worker
-from workflows.client import Delivery, NoPendingRequest, PendingCall, ToolCallClient
+from workflows.client import (
+    Delivery,
+    NoPendingRequest,
+    PayloadTooLarge,
+    PendingCall,
+    ToolCallClient,
+)
+from workflows.limits import PAYLOAD_LIMIT_BYTES
 from workflows.models import (
     ApprovalDecision,
     ApprovalRecord,
@@ -341,3 +348,28 @@ async def test_a_ui_renders_pending_calls_from_pending_alone(
     }
     for handle in (write, forever, ask):
         await handle.terminate(reason="test over")
+
+
+async def test_decisions_and_answers_too_large_are_refused_before_they_are_sent(
+    client: Client, task_queue: str
+) -> None:
+    tools = ToolCallClient(client, task_queue=task_queue, probe_timeout=PROBE)
+    over = rf"is \d+ bytes encoded; the limit is {PAYLOAD_LIMIT_BYTES} bytes$"
+    async with running_worker(client, make_config(task_queue)):
+        write = await tools.start(write_request("big"))
+        ask = await tools.start(question_request())
+        pending = await approval_of(tools, write.id)
+        await listed_pending(tools, ask.id)
+        huge = decision(pending, request_id="r" * (3 * 1024 * 1024))
+        with pytest.raises(PayloadTooLarge, match="^the decision " + over):
+            await tools.decide(write.id, huge)
+        with pytest.raises(PayloadTooLarge, match="^the answer " + over):
+            await tools.answer(ask.id, "x" * (3 * 1024 * 1024))
+        # Nothing reached either call: both still wait, and take a decision that fits.
+        for handle in (write, ask):
+            types = set(await history_types(handle))
+            assert not types & {SIGNALED, *UPDATE_EVENTS}
+        assert (await tools.decide(write.id, decision(pending))).delivery is Delivery.ACCEPTED
+        assert (await tools.answer(ask.id, "CSV")).delivery is Delivery.ACCEPTED
+        results = await asyncio.wait_for(asyncio.gather(write.result(), ask.result()), 30)
+    assert [r.status for r in results] == [CallStatus.COMPLETED] * 2

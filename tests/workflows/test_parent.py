@@ -1,4 +1,8 @@
-"""``ToolCalls`` from a real parent workflow: children, parallel calls, a shared budget, replay."""
+"""``ToolCalls`` from a real parent workflow: children, parallel calls, a shared budget, replay.
+
+Also: a call id runs one call, requests too large for Temporal are refused, and per-capability
+budgets are charged in the order of the requests.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +11,27 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer, Worker
 
+from tests.record_parent_histories import PARENT_HISTORIES, recorded_id
 from tests.support.harness import history_types, make_config, running_worker, wait_for
-from tests.support.parents import AgentParent, ParentInput, ParentOutput
+from tests.support.parents import (
+    AgentParent,
+    OversizedInput,
+    OversizedParent,
+    ParentInput,
+    ParentOutput,
+)
+from tests.support.plans import ReversedPlans
 from worker.plugin import sandbox_runner
 from workflows.client import ToolCallClient
+from workflows.limits import CODEC_MARGIN_BYTES, PAYLOAD_LIMIT_BYTES
 from workflows.models import (
     CallStatus,
     CapabilityPolicy,
@@ -25,7 +40,7 @@ from workflows.models import (
     Phase,
     ToolCallRequest,
 )
-from workflows.parent import CallBudget
+from workflows.parent import REQUEST_LIMIT_BYTES, CallBudget
 
 CHILD_STARTED = EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
 
@@ -37,7 +52,10 @@ async def parent_worker(client: Client) -> AsyncIterator[str]:
     """The application's own worker, on its own queue, running the parent workflow."""
     queue = f"app-{uuid.uuid4()}"
     async with Worker(
-        client, task_queue=queue, workflows=[AgentParent], workflow_runner=sandbox_runner()
+        client,
+        task_queue=queue,
+        workflows=[AgentParent, OversizedParent],
+        workflow_runner=sandbox_runner(),
     ):
         yield queue
 
@@ -194,19 +212,30 @@ async def test_defaults_apply_to_every_call(client: Client, task_queue: str) -> 
 
 
 async def test_a_call_id_starts_one_child_only(client: Client, task_queue: str) -> None:
+    batches = [[calc("same")], [calc("same", "2")], [calc("same"), calc("same")]]
     async with running_worker(client, make_config(task_queue)), parent_worker(client) as queue:
         parent = await start_parent(
-            client,
-            queue,
-            ParentInput(task_queue=task_queue, batches=[[calc("same")], [calc("same", "2")]]),
+            client, queue, ParentInput(task_queue=task_queue, batches=batches)
         )
         output = await asyncio.wait_for(parent.result(), 30)
-    first, again = output.results
+    first, other, *repeats = output.results
     assert first.status is CallStatus.COMPLETED
-    assert again.status is CallStatus.FAILED
-    assert again.error is not None
-    assert again.error.code is ErrorCode.PRECONDITION_FAILED
-    assert "already started" in again.error.message
+    # The same id for another call is refused; the same call again gets the first one's result.
+    assert other.status is CallStatus.FAILED
+    assert other.error is not None
+    assert other.error.code is ErrorCode.PRECONDITION_FAILED
+    assert "already made with another tool or other arguments" in other.error.message
+    assert repeats == [first, first]
+    assert (await history_types(parent)).count(CHILD_STARTED) == 1
+    assert output.usage.calls == 1
+
+    history = await parent.fetch_history()
+    replay = await Replayer(
+        workflows=[AgentParent],
+        data_converter=pydantic_data_converter,
+        workflow_runner=sandbox_runner(),
+    ).replay_workflow(history, raise_on_replay_failure=False)
+    assert replay.replay_failure is None
 
 
 async def test_closing_parent_cancels_pending_calls(client: Client, task_queue: str) -> None:
@@ -222,3 +251,80 @@ async def test_closing_parent_cancels_pending_calls(client: Client, task_queue: 
         result = await asyncio.wait_for(child.result(), 30)
     assert result.status is CallStatus.CANCELED
     assert probes.runs == {}
+
+
+async def test_a_request_too_large_for_temporal_is_refused_before_it_starts(
+    client: Client, task_queue: str
+) -> None:
+    async with (
+        running_worker(client, make_config(task_queue)) as probes,
+        parent_worker(client) as queue,
+    ):
+        parent = await client.start_workflow(
+            OversizedParent.run,
+            OversizedInput(task_queue=task_queue, size=3 * 1024 * 1024),
+            id=f"parent-{uuid.uuid4()}",
+            task_queue=queue,
+        )
+        big, small = await asyncio.wait_for(parent.result(), 30)
+    assert REQUEST_LIMIT_BYTES == PAYLOAD_LIMIT_BYTES - CODEC_MARGIN_BYTES
+    assert big.status is CallStatus.FAILED
+    assert big.error is not None
+    assert big.error.code is ErrorCode.INVALID_ARGUMENTS
+    assert big.error.fixable_args == ["text"]
+    assert big.error.message.startswith("probe_echo: the request is ")
+    assert f"the limit is {REQUEST_LIMIT_BYTES} bytes" in big.error.message
+    assert "shrink 'text' (" in big.error.message
+    assert big.workflow_id == f"{parent.id}/tools/big"
+    # Nothing started for it: no plan, no child; the parent went on to its next call.
+    assert small.status is CallStatus.COMPLETED
+    assert probes.runs == {"probe_echo": 1}
+    assert (await history_types(parent)).count(CHILD_STARTED) == 1
+
+
+async def test_per_capability_budget_is_charged_in_request_order(
+    client: Client, task_queue: str
+) -> None:
+    # The budget allows one write; every started write is denied by the policy, so it ends at
+    # once. The plans come back last request first, every time.
+    config = make_config(task_queue, worker={"serve_tools": False})
+    plans = ReversedPlans(client, config, batch=3, order=lambda plan: plan.arguments["token"])
+    policy = CapabilityPolicy(rules={"filesystem.write": Effect.DENY})
+    budget = CallBudget(per_capability={"filesystem.write": 1})
+    outcomes = []
+    async with (
+        running_worker(client, config),
+        parent_worker(client) as queue,
+        Worker(client, task_queue=task_queue, activities=[plans.plan]),
+    ):
+        for _ in range(3):
+            batch = [write(f"w{i}", f"t{i}") for i in (1, 2, 3)]
+            parent = await start_parent(
+                client,
+                queue,
+                ParentInput(task_queue=task_queue, batches=[batch], budget=budget, policy=policy),
+            )
+            output = await asyncio.wait_for(parent.result(), 30)
+            outcomes.append([r.error.code if r.error else None for r in output.results])
+            assert (await history_types(parent)).count(CHILD_STARTED) == 1
+    assert plans.answered == ["t3", "t2", "t1"] * 3
+    # The first request got the budget each time, though its plan came back last.
+    assert (
+        outcomes
+        == [[ErrorCode.POLICY_DENIED, ErrorCode.BUDGET_EXCEEDED, ErrorCode.BUDGET_EXCEEDED]] * 3
+    )
+
+
+@pytest.mark.parametrize(
+    "path", sorted(PARENT_HISTORIES.glob("*.json")), ids=lambda path: path.stem
+)
+async def test_parents_recorded_before_the_changes_still_replay(path: Path) -> None:
+    # Recorded when plans were charged as they came back and a repeated id started a child again.
+    text = await asyncio.to_thread(path.read_text, encoding="utf-8")
+    history = WorkflowHistory.from_json(recorded_id(path.stem), text)
+    replay = await Replayer(
+        workflows=[AgentParent],
+        data_converter=pydantic_data_converter,
+        workflow_runner=sandbox_runner(),
+    ).replay_workflow(history, raise_on_replay_failure=False)
+    assert replay.replay_failure is None

@@ -1,0 +1,130 @@
+"""What ``ToolCallClient`` hands back: pending calls, call views, outcomes, and its errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from temporalio.client import WorkflowHandle
+
+from workflows.limits import PayloadTooLarge
+from workflows.models import (
+    ApprovalRecord,
+    ApprovalRequest,
+    AskUserOutput,
+    CallState,
+    Phase,
+    ToolCallResult,
+    UserQuestion,
+)
+
+__all__ = [
+    "CallConflict",
+    "CallView",
+    "Delivery",
+    "NoPendingRequest",
+    "Outcome",
+    "PayloadTooLarge",
+    "PendingCall",
+    "Started",
+    "finished_state",
+    "model_or_none",
+]
+
+Handle = WorkflowHandle[Any, ToolCallResult]
+_M = TypeVar("_M", bound=BaseModel)
+
+
+class NoPendingRequest(LookupError):
+    """The call is not waiting for the decision or answer that was sent."""
+
+
+class Delivery(StrEnum):
+    """How a decision or answer reached the call."""
+
+    ACCEPTED = "accepted"
+    """The update ran: the call has it."""
+    REJECTED = "rejected"
+    """The update's validator refused it; ``reason`` says why. Nothing was recorded."""
+    QUEUED = "queued"
+    """No worker serves the call: it went as a signal and is applied when one returns."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of a decision or an answer."""
+
+    delivery: Delivery
+    reason: str | None = None
+    record: ApprovalRecord | AskUserOutput | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.delivery is not Delivery.REJECTED
+
+
+@dataclass(frozen=True)
+class PendingCall:
+    """A call waiting for a human: enough to render it without asking a worker."""
+
+    workflow_id: str
+    tool: str
+    capabilities: list[str]
+    phase: Phase
+    approval: ApprovalRequest | None
+    question: UserQuestion | None
+    started_at: datetime
+
+    @property
+    def expires_at(self) -> datetime | None:
+        waiting = self.approval or self.question
+        return waiting.expires_at if waiting else None
+
+
+@dataclass(frozen=True)
+class CallView:
+    """A call's state, and whether a worker answered for it (``live``) or history did."""
+
+    state: CallState
+    live: bool
+    running: bool
+    history_events: list[str]
+    """Without a worker: the history's event types, so the log is not lost."""
+
+
+@dataclass(frozen=True)
+class Started:
+    """A call that ``start_or_join`` started, or the existing call its id already named."""
+
+    handle: Handle
+    existing: bool
+    """The id named a call that already existed: nothing new was started."""
+    running: bool
+    """The call is still running (an existing one was joined, or a new one started)."""
+
+
+class CallConflict(ValueError):
+    """The workflow id already names another call (another tool or other arguments)."""
+
+
+def model_or_none(model: type[_M], value: Any) -> _M | None:
+    """``value`` (from a memo, say) validated as ``model``; ``None`` stays ``None``."""
+    return None if value is None else model.model_validate(value)
+
+
+def finished_state(result: ToolCallResult) -> CallState:
+    """The state of a call that has ended, from its result alone."""
+    return CallState(
+        workflow_id=result.workflow_id,
+        call_id=result.call_id,
+        tool=result.tool,
+        phase=Phase.DONE,
+        capabilities=result.capabilities,
+        pending_approval=None,
+        pending_question=None,
+        events=result.events,
+        result=result,
+    )
