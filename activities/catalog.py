@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from activities.base import ToolArgs
 from activities.capabilities import CAPABILITIES
-from activities.errors import invalid_arguments, uncanonical_arguments
+from activities.errors import invalid_arguments, oversized_arguments, uncanonical_arguments
 from activities.schema import strict_schema
 from workflows import policy
 from workflows.models import (
@@ -46,6 +46,11 @@ HEARTBEAT_REQUIRED_AFTER = timedelta(seconds=10)
 """A tool allowed to run longer than this must heartbeat, or cancellation never reaches it."""
 MAX_PAYLOAD_BYTES = 1024 * 1024
 """No activity result over this leaves a worker (Temporal rejects 2 MiB)."""
+MAX_ARGUMENTS_BYTES = MAX_PAYLOAD_BYTES + 64 * 1024
+"""The canonical JSON of one call's arguments. The workflow carries them in several payloads
+(the plan, the activity input, the pending approval's memo beside a bounded preview), each under
+Temporal's 2 MB limit, so the sum of per-argument limits (two 1 MiB texts of ``edit_file``) is
+refused here, at plan, before anything is asked or run."""
 
 _TOOL_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
@@ -115,10 +120,14 @@ class CatalogSettings:
     """Per-tool overrides of the declared timeouts."""
 
 
+def canonical_call(tool: str, arguments: Mapping[str, Any]) -> bytes:
+    """The RFC 8785 canonical JSON of ``{"tool": ..., "arguments": ...}``."""
+    return rfc8785.dumps({"tool": tool, "arguments": dict(arguments)})
+
+
 def call_digest(tool: str, arguments: Mapping[str, Any]) -> str:
-    """sha256 of the RFC 8785 canonical JSON of ``{"tool": ..., "arguments": ...}``."""
-    canonical = rfc8785.dumps({"tool": tool, "arguments": dict(arguments)})
-    return hashlib.sha256(canonical).hexdigest()
+    """sha256 of the call's canonical JSON."""
+    return hashlib.sha256(canonical_call(tool, arguments)).hexdigest()
 
 
 class Catalog:
@@ -244,11 +253,15 @@ class Catalog:
                     update={"local": local, "task_queue": request.task_queue or activity.task_queue}
                 )
         try:
-            digest = call_digest(spec.name, arguments)
+            canonical = canonical_call(spec.name, arguments)
         except rfc8785.CanonicalizationError:
             # A number JSON cannot carry exactly (an integer beyond 2**53, say) is the model's to
             # fix, not an internal failure of the plan activity.
             return PlanOutcome(error=uncanonical_arguments(spec.name, arguments))
+        if len(canonical) > MAX_ARGUMENTS_BYTES:
+            return PlanOutcome(
+                error=oversized_arguments(spec.name, arguments, len(canonical), MAX_ARGUMENTS_BYTES)
+            )
         return PlanOutcome(
             plan=CallPlan(
                 tool=spec.name,
@@ -256,7 +269,7 @@ class Catalog:
                 capabilities=capabilities,
                 side_effect=spec.side_effect,
                 ceiling=policy.evaluate(ceiling, spec.name, capabilities, policy.DEPLOYMENT),
-                digest=digest,
+                digest=hashlib.sha256(canonical).hexdigest(),
                 activity=activity,
                 prepare=spec.has_prepare,
                 question_timeout=self.settings.question_timeout

@@ -6,6 +6,7 @@ the model should change and, for a canceled or interrupted tool, its partial out
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
@@ -70,4 +71,24 @@ def uncanonical_arguments(tool: str, arguments: Mapping[str, Any]) -> ToolError:
             "finite, and integers between -(2**53 - 1) and 2**53 - 1"
         ),
         fixable_args=names,
+    )
+
+
+def oversized_arguments(
+    tool: str, arguments: Mapping[str, Any], size: int, limit: int
+) -> ToolError:
+    """A ``ToolError`` for arguments whose canonical JSON is ``size`` bytes, over ``limit``;
+    the largest argument is the one to shorten."""
+    sizes = {
+        name: len(json.dumps(value, ensure_ascii=False).encode())
+        for name, value in arguments.items()
+    }
+    largest = max(sizes, key=sizes.__getitem__) if sizes else ""
+    return ToolError(
+        code=ErrorCode.INVALID_ARGUMENTS,
+        message=(
+            f"{tool}: invalid arguments: {largest or 'arguments'}: the arguments are {size} bytes "
+            f"of JSON; at most {limit} are accepted"
+        ),
+        fixable_args=[largest] if largest else [],
     )

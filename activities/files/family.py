@@ -63,8 +63,10 @@ FILE_TOOLS: tuple[ToolSpec, ...] = (
         description=(
             "List a directory inside the configured roots, or its tree (recursive), in "
             "filesystem order: entries whose names match a glob, typed file, dir or other "
-            "(symlinks and special files, never followed). At most 10,000 entries and 20 levels "
-            "are visited; check truncated and skipped before treating the list as complete."
+            "(symlinks and special files, never followed). Version-control directories (.git, "
+            ".hg, .svn, ...) are skipped unless include_vcs is true. At most 10,000 entries and "
+            "20 levels are visited; check truncated and skipped before treating the list as "
+            "complete."
         ),
         arguments=ListFilesArgs,
         result=ListFilesResult,
@@ -79,7 +81,8 @@ FILE_TOOLS: tuple[ToolSpec, ...] = (
         description=(
             "Find literal text (not a regex) in the files below a directory inside the "
             "configured roots, or in one file: paths, one-based line numbers and up to 500 "
-            "characters of each matching line. Binary, unreadable and oversized files are "
+            "characters of each matching line. Binary, unreadable and oversized files, and "
+            "version-control directories (.git, .hg, .svn, ...) unless include_vcs is true, are "
             "skipped; at most 10,000 entries, 20 levels and 32 MiB are searched. Check "
             "truncated and skipped before treating no match as proof of absence."
         ),

@@ -7,13 +7,18 @@ its own, shares their process ledger.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import timedelta
 
 from pydantic import Field
 
 from activities.catalog import Timeouts, ToolSpec
 from activities.family import Deployment, Family, FamilySettings, Resources
-from activities.processes.command_args import ExecuteCommandArgs, RunShellArgs
+from activities.processes.command_args import (
+    ExecuteCommandArgs,
+    RunShellArgs,
+    execute_command_args,
+)
 from activities.processes.commands import ProcessTools
 from activities.processes.resolve import config_problems
 from activities.processes.runner import ProcessLedger, ProcessResult
@@ -92,10 +97,22 @@ def _problems(settings: ProcessFamilySettings, deployment: Deployment) -> list[s
     )
 
 
+def _advertise(
+    settings: ProcessFamilySettings, tools: tuple[ToolSpec, ...]
+) -> tuple[ToolSpec, ...]:
+    """With ``process.allow_env``, ``execute_command``'s arguments let those names pass plan."""
+    model = execute_command_args(settings.process.allow_env)
+    return tuple(
+        replace(spec, arguments=model) if spec.arguments is ExecuteCommandArgs else spec
+        for spec in tools
+    )
+
+
 PROCESSES = Family(
     name="processes",
     settings=ProcessFamilySettings,
     tools=PROCESS_TOOLS,
     build=_build,
     problems=_problems,
+    advertise=_advertise,
 )

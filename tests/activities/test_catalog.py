@@ -16,6 +16,7 @@ from activities.base import CallContext, ToolArgs, ToolResult
 from activities.capabilities import CAPABILITIES, default_ceiling
 from activities.catalog import (
     DEFAULT_TOOLS,
+    MAX_ARGUMENTS_BYTES,
     Catalog,
     CatalogError,
     CatalogSettings,
@@ -438,3 +439,19 @@ def test_nested_tool_args_with_defaults_are_accepted() -> None:
     cat = catalog([count_spec("probe_nested", GoodNested)])
     planned = plan(cat, "probe_nested", {"inner": [{"a": 2, "b": None}]})
     assert planned.arguments == {"inner": [{"a": 2, "b": 1}]}
+
+
+def test_arguments_over_the_payload_bound_end_at_plan_naming_the_largest() -> None:
+    # No limit of the tool's own stops this text: the catalog's bound does, before anything runs.
+    cat = catalog(enabled=["probe_echo"])
+    big = {"text": "x" * MAX_ARGUMENTS_BYTES, "size": 1}
+    outcome = cat.plan(PlanInput(tool="probe_echo", arguments=big), default_ceiling(), frozenset())
+    assert outcome.plan is None
+    assert outcome.error is not None
+    assert outcome.error.code is ErrorCode.INVALID_ARGUMENTS
+    assert outcome.error.fixable_args == ["text"]
+    assert f"at most {MAX_ARGUMENTS_BYTES} are accepted" in outcome.error.message
+    fits = {"text": "x" * (MAX_ARGUMENTS_BYTES - 100)}
+    assert cat.plan(
+        PlanInput(tool="probe_echo", arguments=fits), default_ceiling(), frozenset()
+    ).plan

@@ -18,8 +18,11 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.base import ToolArgs
-from activities.catalog import DOCUMENT_TOOLS, FILE_TOOLS, Catalog, CatalogSettings, default_ceiling
+from activities.capabilities import default_ceiling
+from activities.catalog import Catalog, CatalogSettings
+from activities.documents import DOCUMENT_TOOLS
 from activities.documents.models import ReadDocumentArgs, SearchDocumentArgs
+from activities.files import FILE_TOOLS
 from activities.files.paths import PathError, Roots
 from activities.files.read_models import ListFilesArgs, ReadFileArgs, SearchFilesArgs
 from activities.files.write_models import CreateFileArgs, EditFileArgs, ReplaceFileArgs

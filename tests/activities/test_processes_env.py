@@ -14,7 +14,9 @@ import pytest
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
-from activities.catalog import BUILTIN_TOOLS, Catalog, CatalogSettings, default_ceiling
+from activities.capabilities import default_ceiling
+from activities.catalog import Catalog, CatalogSettings
+from activities.families import BUILTIN_TOOLS
 from activities.processes.code_env import FAMILIES, loads_code
 from activities.processes.command_args import (
     ExecuteCommandArgs,
@@ -306,3 +308,31 @@ async def test_a_refused_variable_ends_the_call_at_plan_before_any_approval(
     assert EventKind.PLANNED not in kinds
     assert EventKind.APPROVAL_REQUESTED not in kinds
     assert not marker.exists()
+
+
+async def test_a_deployment_allowing_a_name_runs_the_call_with_it(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # The deployment's own configuration advertises the allowing model (the family's advertise),
+    # so the name passes plan, the call runs, and the hook it names loads.
+    root = tmp_path / "root"
+    root.mkdir()
+    lib, marker = startup_hook(tmp_path)
+    config = make_config(
+        task_queue,
+        tools=["execute_command"],
+        state_dir=str(tmp_path / "state"),
+        process={"roots": [str(root)], "allow_env": ["PYTHONPATH"]},
+        ceiling={"rules": {"process.execute": "allow"}},
+    )
+    request = {
+        "argv": ["python3", "-c", "print('ran')"],
+        "cwd": str(root),
+        "env": [f"PATH={SYSTEM_PATH}", f"PYTHONPATH={lib}"],
+    }
+    async with running_worker(client, config):
+        result = await run_call(client, task_queue, "execute_command", request)
+    assert result.status is CallStatus.COMPLETED, result.error
+    assert result.output is not None
+    assert result.output["stdout"] == "ran\n"
+    assert marker.read_text() == "loaded"

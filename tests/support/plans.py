@@ -16,7 +16,7 @@ from temporalio import activity
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from tests.support.tools import ALL_TOOLS
+from tests.support.tools import ALL_FAMILIES
 from worker.config import Config, build_catalog
 from workflows.models import PLAN_ACTIVITY, PlanInput, PlanOutcome
 
@@ -34,7 +34,7 @@ class ReversedPlans:
         self.batch = batch
         self.order = order
         """Sorts a parent's plan requests into the order they were made in (a token, say)."""
-        self._catalog = build_catalog(config, ALL_TOOLS)
+        self._catalog = build_catalog(config, ALL_FAMILIES)
         self._ceiling = config.ceiling_policy()
         self._waiting: dict[str, list[tuple[PlanInput, asyncio.Event]]] = {}
         self._answering: list[asyncio.Task[None]] = []
