@@ -1,1 +1,6 @@
-"""Configuration, the worker process and the ``toolcalls`` command line."""
+"""Configuration, the worker process, the ``toolcalls`` command line and ``ToolCallsPlugin``."""
+
+from worker.config import Config, ConfigError, load_config, parse_config
+from worker.plugin import ToolCallsPlugin
+
+__all__ = ["Config", "ConfigError", "ToolCallsPlugin", "load_config", "parse_config"]

@@ -14,7 +14,6 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import ReplayerConfig, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
@@ -24,6 +23,7 @@ from activities.families import BUILTIN_FAMILIES
 from activities.family import AnyFamily, Resources
 from activities.runtime import ToolRuntime
 from worker.config import Config, ConfigError, build_catalog
+from workflows.client import pydantic_converter, with_pydantic_converter
 from workflows.tool_call import ToolCallWorkflow
 
 PLUGIN_NAME = "toolcalls.ToolCallsPlugin"
@@ -89,7 +89,7 @@ class ToolCallsPlugin(SimplePlugin):
         instances: Mapping[type, object] | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(PLUGIN_NAME, data_converter=pydantic_data_converter)
+        super().__init__(PLUGIN_NAME, data_converter=pydantic_converter)
         self.config = config if config is not None else Config()
         self.families = tuple(families)
         self._instances = dict(instances or {})
@@ -120,6 +120,9 @@ class ToolCallsPlugin(SimplePlugin):
 
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
         config = super().configure_worker(config)
+        # A worker takes its converter from its client: one without the pydantic payload
+        # converter could not decode a single toolcalls payload.
+        config["client"] = with_pydantic_converter(config["client"])
         served = self.served(config["task_queue"])
         runtime = ToolRuntime(
             served.catalog,

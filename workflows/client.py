@@ -34,6 +34,7 @@ from temporalio.client import (
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import DataConverter
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -109,6 +110,31 @@ __all__ = [
 ]
 
 
+def pydantic_converter(existing: DataConverter | None = None) -> DataConverter:
+    """``existing`` with the pydantic payload converter every toolcalls payload needs.
+
+    Only the payload converter changes: a codec (encryption, say) and a failure converter the
+    application chose must stay, or payloads would go out unencoded.
+    """
+    if existing is None:
+        return pydantic_data_converter
+    if existing.payload_converter_class is pydantic_data_converter.payload_converter_class:
+        return existing
+    return dataclasses.replace(
+        existing, payload_converter_class=pydantic_data_converter.payload_converter_class
+    )
+
+
+def with_pydantic_converter(client: Client) -> Client:
+    """``client``, or a client on the same connection with ``pydantic_converter``."""
+    converter = pydantic_converter(client.data_converter)
+    if converter is client.data_converter:
+        return client
+    config = client.config()
+    config["data_converter"] = converter
+    return Client(**config)
+
+
 class ToolCallClient:
     """Start, watch and decide tool calls; every method works with a plain Temporal ``Client``."""
 
@@ -120,18 +146,7 @@ class ToolCallClient:
         probe_timeout: timedelta = PROBE_TIMEOUT,
         update_timeout: timedelta = UPDATE_TIMEOUT,
     ) -> None:
-        if client.data_converter.payload_converter_class is not (
-            pydantic_data_converter.payload_converter_class
-        ):
-            config = client.config()
-            # Only the payload converter changes: a codec (encryption, say) and a failure
-            # converter the application chose must stay, or payloads go out unencoded.
-            config["data_converter"] = dataclasses.replace(
-                config["data_converter"],
-                payload_converter_class=pydantic_data_converter.payload_converter_class,
-            )
-            client = Client(**config)
-        self.client = client
+        self.client = with_pydantic_converter(client)
         self.task_queue = task_queue
         self.probe_timeout = probe_timeout
         self.update_timeout = update_timeout
