@@ -7,13 +7,15 @@ and the file it came from.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from types import UnionType
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
@@ -328,9 +330,41 @@ def parse_config(data: Mapping[str, object], source: str = "configuration") -> C
             key = ".".join(str(part) for part in err["loc"]) or "(top level)"
             message = err["msg"].removeprefix("Value error, ")
             if err["type"] == "extra_forbidden":
-                message = "unknown key"
+                message = "unknown key" + _suggestion(err["loc"])
             problems.append(f"{key}: {message}")
         raise ConfigError(f"{source}: " + "; ".join(problems)) from None
+
+
+def _suggestion(loc: tuple[int | str, ...]) -> str:
+    """``"; did you mean 'files'?"`` for a misspelt key, when a valid key is near enough."""
+    node: Any = Config
+    for part in loc[:-1]:
+        node = _child(node, part)
+    node = _unwrap(node)
+    if not (isinstance(node, type) and issubclass(node, BaseModel)):
+        return ""
+    near = difflib.get_close_matches(str(loc[-1]), list(node.model_fields), n=1, cutoff=0.6)
+    return f"; did you mean {near[0]!r}?" if near else ""
+
+
+def _child(node: Any, part: int | str) -> Any:
+    """What validates ``node[part]``: a model's field, an array's or a table's items."""
+    node = _unwrap(node)
+    if isinstance(node, type) and issubclass(node, BaseModel):
+        info = node.model_fields.get(str(part))
+        return info.annotation if info is not None else None
+    origin, args = get_origin(node), get_args(node)
+    if origin in (list, tuple) and args:
+        return args[0]
+    if origin is dict and len(args) == 2:
+        return args[1]
+    return None
+
+
+def _unwrap(node: Any) -> Any:
+    """``X`` out of ``X | None``."""
+    args = [arg for arg in get_args(node) if arg is not type(None)]
+    return args[0] if get_origin(node) in (Union, UnionType) and len(args) == 1 else node
 
 
 def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> Config:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -372,3 +373,31 @@ def test_example_config_loads() -> None:
         8233,
     )
     assert build_catalog(config).names == config.tools
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"file": {}}, "file: unknown key; did you mean 'files'?"),
+        ({"files": {"rootz": []}}, "files.rootz: unknown key; did you mean 'roots'?"),
+        (
+            {"http": [{"base_ur": "https://x"}]},
+            "http.0.base_ur: unknown key; did you mean 'base_url'?",
+        ),
+        (
+            {"activities": {"timeouts": {"calculator": {"heartbeat_second": 1}}}},
+            "heartbeat_second: unknown key; did you mean 'heartbeat_seconds'?",
+        ),
+        ({"ceiling": {"rule": {}}}, "ceiling.rule: unknown key; did you mean 'rules'?"),
+    ],
+)
+def test_a_misspelt_key_gets_the_nearest_valid_one(data: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(data)
+    assert message in str(caught.value)
+
+
+def test_a_key_near_nothing_gets_no_suggestion() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config({"zzzz": 1})
+    assert str(caught.value) == "configuration: zzzz: unknown key"
