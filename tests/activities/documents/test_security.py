@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -49,18 +48,6 @@ from tests.support.documents import (
     xlsx_file,
     zlib_twice,
 )
-from tests.support.filetrees import real_root
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    return real_root(tmp_path)
-
-
-@pytest.fixture
-def tools(root: Path) -> Iterator[DocumentTools]:
-    with document_tools(root) as tools:
-        yield tools
 
 
 async def refusal(tools: DocumentTools, path: Path, code: str = "invalid_arguments") -> str:
@@ -114,7 +101,7 @@ async def test_an_entry_lying_about_its_size_stops_at_the_declared_size(
     root: Path, tools: DocumentTools
 ) -> None:
     # Small declared, large actual: the check inflates one byte past the declared size and
-    # refuses the entry before any library reads it (test_documents_archive.py measures it).
+    # refuses the entry before any library reads it (test_archive.py measures it).
     liar = declare_size(docx_file(["x" * 50_000]), "word/document.xml", 100)
     (root / "liar.docx").write_bytes(liar)
     message = await refusal(tools, root / "liar.docx")

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -29,13 +27,6 @@ from tests.support.file_writes import (
     run,
 )
 from workflows.models import ErrorCode
-
-
-@pytest.fixture
-def files(tmp_path: Path) -> Iterator[Files]:
-    files = Files(tmp_path)
-    yield files
-    files.close()
 
 
 async def write(files: Files, name: str, old: str, new: str, file_mode: int = 0o640) -> str:

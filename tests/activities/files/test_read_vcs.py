@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,16 +11,11 @@ import pytest
 from activities.files.read_models import ListFilesArgs, ListFilesResult, SearchFilesArgs
 from activities.files.reading import FileReadTools
 from activities.files.tree import MAX_ENTRIES
-from tests.support.filetrees import listing, make_files, read_tools, real_root, search
+from tests.support.filetrees import listing, make_files, search
 
 VCS_DIRECTORIES = {".git", ".hg", ".svn", ".bzr", "_darcs", ".pijul", ".jj", ".sl", "CVS", "_MTN"}
 """The set docs/tools-files.md names."""
 OTHER_VCS = sorted(VCS_DIRECTORIES - {".git"})
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    return real_root(tmp_path)
 
 
 @pytest.fixture
@@ -39,12 +33,6 @@ def project(root: Path) -> Path:
         (project / "src" / name).mkdir(parents=True)
         (project / "src" / name / "state").write_text("needle in the history\n")
     return project
-
-
-@pytest.fixture
-def tools(root: Path) -> Iterator[FileReadTools]:
-    with read_tools(root) as tools:
-        yield tools
 
 
 def paths(result: ListFilesResult, below: Path) -> set[str]:

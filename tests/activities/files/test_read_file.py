@@ -18,11 +18,6 @@ TEXT = "héllo wörld 😀 ünïcödé\nzweite Zeile ß\n"
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    return real_root(tmp_path)
-
-
-@pytest.fixture
 def tools(root: Path) -> Iterator[FileReadTools]:
     with read_tools(root, max_file_bytes=1_000) as tools:
         yield tools

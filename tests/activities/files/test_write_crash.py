@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,15 +17,8 @@ from activities.files.settings import MAX_WRITE_BYTES
 from activities.files.write_models import ChangeArgs, ReplaceFileArgs
 from tests.support.file_writes import Files, mode, run
 
-PROJECT = Path(__file__).resolve().parents[2]
+PROJECT = Path(__file__).resolve().parents[3]
 OLD = b"old line\n" * 50_000
-
-
-@pytest.fixture
-def files(tmp_path: Path) -> Iterator[Files]:
-    files = Files(tmp_path)
-    yield files
-    files.close()
 
 
 def crash_write(files: Files, tool: str, path: str, stall: str, until: str) -> None:

@@ -3,7 +3,6 @@ activity runs them (a real parser process per call): locations, limits and searc
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,18 +18,6 @@ from tests.support.documents import (
     text_pdf,
     xlsx_file,
 )
-from tests.support.filetrees import real_root
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    return real_root(tmp_path)
-
-
-@pytest.fixture
-def tools(root: Path) -> Iterator[DocumentTools]:
-    with document_tools(root) as tools:
-        yield tools
 
 
 async def test_pdf_pages_are_located_by_number(root: Path, tools: DocumentTools) -> None:

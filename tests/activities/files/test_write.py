@@ -7,7 +7,6 @@ import os
 import resource
 import sqlite3
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,13 +24,6 @@ from activities.files.write_models import (
 )
 from tests.support.file_writes import Files, call, fixable, is_link, mode, refused, run
 from workflows.models import ErrorCode
-
-
-@pytest.fixture
-def files(tmp_path: Path) -> Iterator[Files]:
-    files = Files(tmp_path)
-    yield files
-    files.close()
 
 
 async def test_create_writes_exact_bytes_with_mode_0600(files: Files) -> None:

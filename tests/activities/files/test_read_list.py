@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,17 +21,6 @@ from tests.support.filetrees import (
     refusal,
     unprivileged,
 )
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    return real_root(tmp_path)
-
-
-@pytest.fixture
-def tools(root: Path) -> Iterator[FileReadTools]:
-    with read_tools(root) as tools:
-        yield tools
 
 
 def names(result: ListFilesResult) -> set[str]:

@@ -33,11 +33,6 @@ MiB = 1024 * 1024
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    return real_root(tmp_path)
-
-
-@pytest.fixture
 def tools(root: Path) -> Iterator[FileReadTools]:
     with read_tools(root, max_file_bytes=8 * MiB) as tools:
         yield tools

@@ -27,7 +27,7 @@ from activities.core.clock import (
     zone_for,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CALL = CallContext(
     workflow_id="wf-clock",
     call_id="call-1",

@@ -1,0 +1,25 @@
+"""Fixtures of the document family's tests: a real root and the document tools over it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from activities.documents.tools import DocumentTools
+from tests.support.documents import document_tools
+from tests.support.filetrees import real_root
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A root directory under the test's tmp path, with its real (link-free) path."""
+    return real_root(tmp_path)
+
+
+@pytest.fixture
+def tools(root: Path) -> Iterator[DocumentTools]:
+    """The document tools over ``root`` with the default settings."""
+    with document_tools(root) as tools:
+        yield tools
