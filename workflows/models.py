@@ -14,6 +14,21 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio.common import SearchAttributeKey
 
+from workflows.approval_models import (
+    MAX_APPROVER_CHARS as MAX_APPROVER_CHARS,
+    MAX_REASON_CHARS as MAX_REASON_CHARS,
+    ApprovalDecision as ApprovalDecision,
+    ApprovalRecord as ApprovalRecord,
+    ApprovalRequest as ApprovalRequest,
+    ApprovalRule as ApprovalRule,
+    ArgumentEdit as ArgumentEdit,
+    DecisionInput as DecisionInput,
+    GrantScope as GrantScope,
+    GrantTerms as GrantTerms,
+    Prepared as Prepared,
+    PreviewArtifact as PreviewArtifact,
+)
+
 WORKFLOW_NAME = "ToolCallWorkflow"
 PLAN_ACTIVITY = "toolcalls.plan"
 """The plan local activity; the only activity name the workflow knows besides tool names."""
@@ -25,8 +40,6 @@ MAX_QUESTION_CHARS = 8_000
 MAX_OPTIONS = 10
 MAX_OPTION_CHARS = 500
 MAX_ANSWER_CHARS = 16_384
-MAX_APPROVER_CHARS = 200
-MAX_REASON_CHARS = 2_000
 
 SEARCH_STATUS = SearchAttributeKey.for_keyword("ToolCallStatus")
 SEARCH_TOOL = SearchAttributeKey.for_keyword("ToolName")
@@ -183,6 +196,9 @@ class CallPlan(_Model):
     """``None`` for a tool the workflow runs itself (``ask_user``)."""
     prepare: bool = False
     question_timeout: timedelta | None = None
+    approval_rule: ApprovalRule | None = None
+    notify: bool = False
+    """The deployment posts notifications (webhooks) while the call waits for a human."""
 
 
 class PlanInput(_Model):
@@ -194,67 +210,6 @@ class PlanInput(_Model):
 class PlanOutcome(_Model):
     plan: CallPlan | None = None
     error: ToolError | None = None
-
-
-class PreviewArtifact(_Model):
-    """One piece of what a human approves: arguments, a process spec, a diff, a request."""
-
-    kind: str
-    title: str
-    text: str | None = None
-    data: dict[str, Any] | None = None
-
-
-class Prepared(_Model):
-    """A ``prepare`` activity's result: the preview and what ``execute`` must find unchanged."""
-
-    preview: list[PreviewArtifact]
-    precondition: dict[str, Any] | None = None
-
-
-class ApprovalRequest(_Model):
-    """What a human is asked to approve, bound to one call by ``request_id`` and ``digest``."""
-
-    request_id: str
-    workflow_id: str
-    call_id: str
-    tool: str
-    arguments: dict[str, Any]
-    capabilities: list[str]
-    digest: str
-    preview: list[PreviewArtifact]
-    reasons: list[str]
-    """Which rules asked for approval, e.g. ``process.execute: require_approval (deployment)``."""
-    requested_at: datetime
-    expires_at: datetime | None
-
-
-class DecisionInput(_Model):
-    """The payload of the ``approve`` and ``deny`` signals."""
-
-    request_id: str
-    digest: str
-    approver: str = Field(default="", max_length=MAX_APPROVER_CHARS)
-    reason: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
-
-
-class ApprovalDecision(DecisionInput):
-    """The payload of the ``decide`` update."""
-
-    approved: bool
-
-
-class ApprovalRecord(_Model):
-    """A decision as the workflow accepted it, kept in the result."""
-
-    request_id: str
-    digest: str
-    approved: bool
-    approver: str
-    reason: str | None
-    decided_at: datetime
-    via: str
-    """``update``, ``signal`` or ``timer`` (an approval that timed out)."""
 
 
 class QuestionStatus(StrEnum):
@@ -303,6 +258,15 @@ class EventKind(StrEnum):
     QUESTION_DECLINED = "question_declined"
     QUESTION_TIMED_OUT = "question_timed_out"
     SIGNAL_IGNORED = "signal_ignored"
+    APPROVAL_RECORDED = "approval_recorded"
+    ARGUMENTS_EDITED = "arguments_edited"
+    EDIT_REFUSED = "edit_refused"
+    GRANT_CREATED = "grant_created"
+    GRANT_USED = "grant_used"
+    REMINDER = "reminder"
+    ESCALATED = "escalated"
+    NOTIFIED = "notified"
+    NOTIFICATION_FAILED = "notification_failed"
     STARTED = "started"
     CANCEL_REQUESTED = "cancel_requested"
     FINISHED = "finished"
@@ -327,6 +291,10 @@ class ToolCallResult(_Model):
     """The tool's typed result as JSON; partial output for a canceled process."""
     error: ToolError | None = None
     approval: ApprovalRecord | None = None
+    """The decision that approved or denied the call (the last one, with several approvers)."""
+    approvals: list[ApprovalRecord] = Field(default_factory=list)
+    """Every approval recorded for the digest that ran (two-person rule)."""
+    edits: list[ArgumentEdit] = Field(default_factory=list)
     digest: str | None = None
     capabilities: list[str] = Field(default_factory=list)
     events: list[CallEvent] = Field(default_factory=list)

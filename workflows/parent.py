@@ -34,9 +34,9 @@ from temporalio.exceptions import (
     CancelledError,
     ChildWorkflowError,
     TerminatedError,
+    TimeoutError as TemporalTimeoutError,
     WorkflowAlreadyStartedError,
 )
-from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 from workflows.limits import (
     CODEC_MARGIN_BYTES,

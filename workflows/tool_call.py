@@ -22,9 +22,9 @@ from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
     CancelledError,
+    TimeoutError as ActivityTimeoutError,
     TimeoutType,
 )
-from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 
 from workflows import policy
 from workflows.models import (

@@ -11,8 +11,7 @@ from datetime import timedelta
 from typing import TypeAlias
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
 

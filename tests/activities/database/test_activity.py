@@ -17,8 +17,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.database import DatabaseTools, SQLiteDatabase
-from activities.database import sqlite as sqlite_backend
+from activities.database import DatabaseTools, SQLiteDatabase, sqlite as sqlite_backend
 from activities.database.settings import DatabaseSettings
 from activities.database.tools import DatabaseSchemaArgs
 from tests.support.children import children

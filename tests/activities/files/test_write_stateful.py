@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, assume, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, assume, settings, strategies as st
 from hypothesis.stateful import (
     Bundle,
     MultipleResults,

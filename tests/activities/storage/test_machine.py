@@ -12,8 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from activities.storage import InMemoryStorage, SQLiteStorage, Storage
