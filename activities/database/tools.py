@@ -110,7 +110,8 @@ def _named_pairs(value: Any) -> Any:
 
 
 class DatabaseSchemaArgs(ToolArgs):
-    """``database_schema`` takes no arguments."""
+    # The docstring is the model-facing schema's description: plain text, no RST.
+    """database_schema takes no arguments."""
 
 
 class QueryDatabaseArgs(ToolArgs):
