@@ -53,18 +53,12 @@ CONFIGURED_SPECS = advertised_specs(parse_config(CONFIGURED))
 DEFAULT = _definitions(DEFAULT_SPECS)
 CONFIGURED_DEFINITIONS = _definitions(CONFIGURED_SPECS)
 
-# The git argument models' docstrings (``GitArgs``, ``GitReadArgs`` in
-# ``activities/processes/git/args.py``) are not this module's to change; strict, so the mark fails
-# once they are plain text and can go.
-_GIT_DOCSTRING = pytest.mark.xfail(strict=True, reason="the git argument models' docstrings")
-
 
 def _cases() -> Iterator[Any]:
     for label, definitions in (("default", DEFAULT), ("configured", CONFIGURED_DEFINITIONS)):
         for definition in definitions:
             name = definition["name"]
-            marks = [_GIT_DOCSTRING] if name == "git" else []
-            yield pytest.param(definition, id=f"{label}-{name}", marks=marks)
+            yield pytest.param(definition, id=f"{label}-{name}")
 
 
 def test_the_catalogs_hold_every_advertised_variant() -> None:

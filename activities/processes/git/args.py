@@ -197,13 +197,13 @@ class _GitOptions(ToolArgs):
 
 
 class GitArgs(_GitOptions):
-    """``git(operation, paths, revision, staged, message, max_count)`` with writes enabled."""
+    """git(operation, paths, revision, staged, message, max_count), with writes enabled."""
 
     operation: Operation = Field(description="status, diff, log, show, add or commit.")
 
 
 class GitReadArgs(_GitOptions):
-    """The same tool when ``git.allow_write`` is false: add and commit do not exist."""
+    """The same tool when the deployment allows no writes: add and commit do not exist."""
 
     operation: ReadOperation = Field(description="status, diff, log or show.")
 
