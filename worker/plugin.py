@@ -27,7 +27,13 @@ from workflows.client import pydantic_converter, with_pydantic_converter
 from workflows.tool_call import ToolCallWorkflow
 
 PLUGIN_NAME = "toolcalls.ToolCallsPlugin"
-PASSTHROUGH_MODULES = ("workflows.models", "workflows.policy", "pydantic", "pydantic_core")
+PASSTHROUGH_MODULES = (
+    "workflows.models",
+    "workflows.approval_models",
+    "workflows.policy",
+    "pydantic",
+    "pydantic_core",
+)
 """Pure modules the sandbox shares between workflow runs instead of re-importing them for each."""
 
 

@@ -20,6 +20,16 @@ ANYONE = ApprovalRule()
 """The rule of a call the deployment's ``[approvers]`` says nothing about."""
 
 
+def allowed_names(rule: ApprovalRule | None, *, escalated: bool = False) -> set[str] | None:
+    """The names ``rule`` lets decide; ``None``: anyone."""
+    if rule is None or rule.approvers is None:
+        return None
+    names = set(rule.approvers)
+    if escalated:
+        names.update(rule.escalate_to)
+    return names
+
+
 class Approvals:
     """One pending request, the decisions recorded for it, and the rule they answer to."""
 
@@ -34,12 +44,7 @@ class Approvals:
     @property
     def allowed(self) -> set[str] | None:
         """The names that may decide now; ``None``: anyone."""
-        if self.rule.approvers is None:
-            return None
-        names = set(self.rule.approvers)
-        if self.escalated:
-            names.update(self.rule.escalate_to)
-        return names
+        return allowed_names(self.rule, escalated=self.escalated)
 
     @property
     def approved(self) -> bool:

@@ -31,7 +31,9 @@ from workflows.approval_models import (
 
 WORKFLOW_NAME = "ToolCallWorkflow"
 PLAN_ACTIVITY = "toolcalls.plan"
-"""The plan local activity; the only activity name the workflow knows besides tool names."""
+"""The plan local activity; besides it the workflow knows tool names, ``NOTIFY_ACTIVITY`` and the
+grant lookup (``workflows.grants``)."""
+NOTIFY_ACTIVITY = "toolcalls.notify"
 
 DEFAULT_TASK_QUEUE = "toolcalls"
 DEFAULT_APPROVAL_TIMEOUT = timedelta(hours=24)
@@ -44,7 +46,9 @@ MAX_ANSWER_CHARS = 16_384
 SEARCH_STATUS = SearchAttributeKey.for_keyword("ToolCallStatus")
 SEARCH_TOOL = SearchAttributeKey.for_keyword("ToolName")
 SEARCH_CAPABILITIES = SearchAttributeKey.for_keyword_list("ToolCapabilities")
-SEARCH_ATTRIBUTES = (SEARCH_STATUS, SEARCH_TOOL, SEARCH_CAPABILITIES)
+SEARCH_GRANT_SCOPE = SearchAttributeKey.for_keyword("ToolCallGrantScope")
+"""Of a standing grant (``workflows.grants``): ``deployment`` or ``parent:<workflow id>``."""
+SEARCH_ATTRIBUTES = (SEARCH_STATUS, SEARCH_TOOL, SEARCH_CAPABILITIES, SEARCH_GRANT_SCOPE)
 MEMO_PENDING_APPROVAL = "pending_approval"
 MEMO_PENDING_QUESTION = "pending_question"
 
@@ -197,8 +201,8 @@ class CallPlan(_Model):
     prepare: bool = False
     question_timeout: timedelta | None = None
     approval_rule: ApprovalRule | None = None
-    notify: bool = False
-    """The deployment posts notifications (webhooks) while the call waits for a human."""
+    webhooks: list[str] = Field(default_factory=list)
+    """The deployment's webhooks (by name) told when the call waits for a human."""
 
 
 class PlanInput(_Model):
@@ -267,6 +271,7 @@ class EventKind(StrEnum):
     ESCALATED = "escalated"
     NOTIFIED = "notified"
     NOTIFICATION_FAILED = "notification_failed"
+    GRANT_LOOKUP_FAILED = "grant_lookup_failed"
     STARTED = "started"
     CANCEL_REQUESTED = "cancel_requested"
     FINISHED = "finished"
@@ -318,6 +323,24 @@ class CallState(_Model):
     pending_question: UserQuestion | None
     events: list[CallEvent]
     result: ToolCallResult | None
+
+
+class Notification(_Model):
+    """What one webhook is told about a call that waits for a human (``NOTIFY_ACTIVITY``)."""
+
+    kind: str
+    """``waiting``, ``reminder`` or ``escalated``."""
+    webhook: str
+    workflow_id: str
+    call_id: str
+    tool: str
+    capabilities: list[str]
+    summary: str
+    """The start of the preview."""
+    approvers: list[str] | None
+    """Who may decide; ``None``: anyone."""
+    requested_at: datetime
+    expires_at: datetime | None
 
 
 class ExecuteInput(_Model):

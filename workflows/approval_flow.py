@@ -1,0 +1,524 @@
+"""The approval wait of ``ToolCallWorkflow``: grants, the request, decisions, edits, reminders,
+escalation and notifications.
+
+A call that needs an approval first asks whether a standing grant approves it (when the
+deployment allows grants). Otherwise it publishes an ``ApprovalRequest`` and waits, with one timer
+to the next thing due (a reminder, the escalation, the expiry), for decisions from the approvers
+its plan allows: the ``decide`` update (its validator refuses before anything is written) or the
+``approve``/``deny`` signals (a refused one is logged and ignored). One denial ends the call;
+``min_approvals`` distinct approvals approve it. An approval may carry edited arguments (the call
+is planned and prepared again and the approval binds to the new digest) and may be remembered
+(a ``ToolCallGrant`` child workflow). Notifications run beside the wait and never hold it up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy, SearchAttributePair, TypedSearchAttributes
+from temporalio.exceptions import ActivityError, ApplicationError, ApplicationErrorCategory
+from temporalio.workflow import ParentClosePolicy
+
+from workflows import policy
+from workflows.approvals import Approvals, allowed_names
+from workflows.call_base import CallBase, _Ended
+from workflows.grants import (
+    FIND_GRANT_ACTIVITY,
+    MEMO_GRANT,
+    FoundGrant,
+    Grant,
+    GrantQuery,
+    GrantWorkflow,
+    grant_workflow_id,
+    scope_key,
+)
+from workflows.models import (
+    MEMO_PENDING_APPROVAL,
+    NOTIFY_ACTIVITY,
+    SEARCH_GRANT_SCOPE,
+    SEARCH_STATUS,
+    SEARCH_TOOL,
+    ApprovalDecision,
+    ApprovalRecord,
+    ApprovalRequest,
+    ArgumentEdit,
+    CallPlan,
+    CallStatus,
+    DecisionInput,
+    Effect,
+    ErrorCode,
+    EventKind,
+    GrantScope,
+    Notification,
+    Phase,
+    Prepared,
+    PreviewArtifact,
+    prepare_activity_name,
+)
+
+FIND_GRANT_TIMEOUT = timedelta(seconds=10)
+NOTIFY_TIMEOUT = timedelta(seconds=30)
+NOTIFY_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_attempts=3
+)
+MAX_SUMMARY_CHARS = 500
+
+
+class ApprovalFlow(CallBase):
+    """Everything ``ToolCallWorkflow`` does between "this needs a human" and "approved"."""
+
+    def _init_approvals(self) -> None:
+        self._edit_queue: list[tuple[DecisionInput, str]] = []
+        """Approvals with edited arguments, waiting for the main loop to plan them again."""
+        self._edit_results: dict[str, ApprovalRecord | str] = {}
+        """Each processed edit's outcome by its request id: the new record, or why refused."""
+        self._grant_queue: list[tuple[ApprovalRecord, DecisionInput]] = []
+        self._notifications: list[asyncio.Task[None]] = []
+
+    async def _approved(self, plan: CallPlan, decision: policy.Decision) -> CallPlan:
+        """Return the plan to run once approved (edited arguments give a new one); end the call
+        otherwise."""
+        rule = plan.approval_rule
+        if rule is not None and rule.approvers == []:
+            raise _Ended(
+                self._end(
+                    CallStatus.DENIED,
+                    ErrorCode.POLICY_DENIED,
+                    f"{plan.tool}: no approver may decide this call (the matching [approvers] "
+                    f"rules {', '.join(rule.rules)} allow no one in common)",
+                )
+            )
+        if rule is not None and rule.max_grant is not None and await self._granted(plan):
+            return plan
+        await self._request_approval(plan, decision)
+        reminders = 0
+        while True:
+            approvals = self._approvals
+            assert approvals is not None
+            now = workflow.now()
+            deadline = approvals.request.expires_at
+            due = [t for t in (deadline, self._next_tick(approvals, reminders)) if t is not None]
+            # Without reminders or escalation this is one wait for the approval timeout (or none,
+            # without a timer), as it was before rules existed: recorded histories replay.
+            timeout = min(due) - now if due else None
+            done = await self._wait(self._settled, timeout)
+            if self._edit_queue:
+                plan = await self._apply_edit(plan, *self._edit_queue.pop(0))
+                continue
+            if done:
+                break
+            now = workflow.now()
+            if deadline is not None and now >= deadline:
+                self._expired(plan)
+            rule = approvals.rule
+            escalate_at = approvals.request.requested_at + (rule.escalate_after or timedelta(0))
+            if rule.escalate_after and not approvals.escalated and now >= escalate_at:
+                approvals.escalated = True
+                self._republish()
+                self._event(EventKind.ESCALATED, f"may now decide: {', '.join(approvals.shown)}")
+                self._notify(plan, "escalated")
+                continue
+            if rule.remind_every:
+                reminders += 1
+                self._event(EventKind.REMINDER, f"reminder {reminders}: still waiting")
+                self._notify(plan, "reminder")
+        self._clear_pending()
+        approvals = self._approvals
+        assert approvals is not None
+        final = approvals.final
+        assert final is not None
+        self._approval = final
+        if not final.approved:
+            who = final.approver or "an unnamed approver"
+            because = f": {final.reason}" if final.reason else ""
+            raise _Ended(
+                self._end(
+                    CallStatus.DENIED,
+                    ErrorCode.APPROVAL_DENIED,
+                    f"{plan.tool}: denied by {who}{because}",
+                )
+            )
+        self._approved_by = list(approvals.records)
+        while self._grant_queue:
+            await self._remember(plan, *self._grant_queue.pop(0))
+        self._check_budget()
+        return plan
+
+    def _settled(self) -> bool:
+        """Decided, or an edit waits to be applied."""
+        return bool(self._edit_queue) or (self._approvals is not None and self._approvals.decided)
+
+    def _next_tick(self, approvals: Approvals, reminders: int) -> Any:
+        """When the next reminder or the escalation is due, if either is."""
+        rule = approvals.rule
+        start = approvals.request.requested_at
+        ticks = []
+        if rule.escalate_after and not approvals.escalated:
+            ticks.append(start + rule.escalate_after)
+        if rule.remind_every:
+            ticks.append(start + rule.remind_every * (reminders + 1))
+        return min(ticks, default=None)
+
+    def _expired(self, plan: CallPlan) -> None:
+        self._clear_pending()
+        self._event(EventKind.APPROVAL_TIMED_OUT, "no decision before the request expired")
+        self._check_budget(during_wait=True)
+        raise _Ended(
+            self._end(
+                CallStatus.DENIED,
+                ErrorCode.APPROVAL_TIMED_OUT,
+                f"{plan.tool}: no approval decision within the approval timeout",
+            )
+        )
+
+    async def _request_approval(
+        self, plan: CallPlan, decision: policy.Decision, expires_at: Any = None
+    ) -> None:
+        """Prepare the preview and publish the request (memo, ``status``, search attribute);
+        an edited call's request keeps the original's ``expires_at``."""
+        # A tool's own preview replaces the plain arguments (which the request carries anyway):
+        # the memo must not hold large arguments twice (payloads are limited to 2 MB).
+        preview = [PreviewArtifact(kind="arguments", title="arguments", data=plan.arguments)]
+        if plan.prepare:
+            self._set_phase(Phase.PREPARING)
+            prepared = await self._activity(
+                plan, prepare_activity_name(plan.tool), self._execute_input(plan), Prepared
+            )
+            preview = prepared.preview
+            self._precondition = prepared.precondition
+            if workflow.cancellation_reason() is not None:
+                # A prepare step that does not heartbeat never sees the cancellation and its
+                # result swallows it; the call must not go on to ask for an approval.
+                raise asyncio.CancelledError()
+            self._check_budget()
+        now = workflow.now()
+        wait = self._bounded(self._request.approval_timeout)
+        request = ApprovalRequest(
+            request_id=str(workflow.uuid4()),
+            workflow_id=self._workflow_id,
+            call_id=self._call_id,
+            tool=plan.tool,
+            arguments=plan.arguments,
+            capabilities=plan.capabilities,
+            digest=plan.digest,
+            preview=preview,
+            reasons=decision.reasons(),
+            requested_at=now,
+            expires_at=expires_at or (now + wait if wait is not None else None),
+        )
+        self._approvals = Approvals(request, plan.approval_rule)
+        published = self._approvals.published() if plan.approval_rule else request
+        self._pending_approval = published
+        self._set_phase(Phase.AWAITING_APPROVAL, memo={MEMO_PENDING_APPROVAL: published})
+        self._event(EventKind.APPROVAL_REQUESTED, "; ".join(request.reasons))
+        self._notify(plan, "waiting")
+
+    def _republish(self) -> None:
+        """The pending request changed (an approval of several, an escalation): show it."""
+        assert self._approvals is not None
+        self._pending_approval = self._approvals.published()
+        workflow.upsert_memo({MEMO_PENDING_APPROVAL: self._pending_approval})
+
+    # Decisions ------------------------------------------------------------------------------
+
+    @workflow.update
+    async def decide(self, decision: ApprovalDecision) -> ApprovalRecord:
+        """Approve or deny the pending request; with ``arguments``, approve an edited call."""
+        problem = self._decision_problem(decision, decision.approved)
+        if problem:
+            raise ApplicationError(problem, type="rejected", non_retryable=True)
+        if decision.arguments is not None:
+            self._edit_queue.append((decision, "update"))
+            await workflow.wait_condition(lambda: decision.request_id in self._edit_results)
+            outcome = self._edit_results[decision.request_id]
+            if isinstance(outcome, str):
+                raise ApplicationError(
+                    outcome,
+                    type="rejected",
+                    non_retryable=True,
+                    category=ApplicationErrorCategory.BENIGN,
+                )
+            return outcome
+        return self._accept(decision, decision.approved, "update")
+
+    @decide.validator
+    def _validate_decide(self, decision: ApprovalDecision) -> None:
+        problem = self._decision_problem(decision, decision.approved)
+        if problem:
+            raise ValueError(problem)
+
+    @workflow.signal
+    def approve(self, decision: Any) -> None:
+        """Fire-and-forget approval (a ``DecisionInput``); an invalid one is logged and ignored.
+
+        Signals take any JSON and validate it here: the SDK would drop a payload that failed to
+        decode against a model without a trace, and an ignored signal must leave one.
+        """
+        self._signal_decision(decision, approved=True)
+
+    @workflow.signal
+    def deny(self, decision: Any) -> None:
+        """Fire-and-forget denial (a ``DecisionInput``); an invalid one is logged and ignored."""
+        self._signal_decision(decision, approved=False)
+
+    def _signal_decision(self, payload: Any, *, approved: bool) -> None:
+        verb = "approve" if approved else "deny"
+        decision = self._parse_signal(DecisionInput, payload, verb)
+        if decision is None:
+            return
+        problem = self._decision_problem(decision, approved)
+        if problem:
+            self._event(
+                EventKind.SIGNAL_IGNORED,
+                f"{verb} from {decision.approver or 'an unnamed sender'}: {problem}",
+            )
+            return
+        if decision.arguments is not None:
+            self._edit_queue.append((decision, "signal"))
+            return
+        self._accept(decision, approved, "signal")
+
+    def _decision_problem(self, decision: DecisionInput, approved: bool) -> str | None:
+        approvals = self._approvals
+        if approvals is None or (self._pending_approval is None and not approvals.decided):
+            return "no approval is pending"
+        if self._edit_queue:
+            return "an edit of this request is being applied; decide on the request it gives"
+        problem = approvals.problem(decision, approved, workflow.now())
+        remember = decision.remember
+        parentless = workflow.info().parent is None
+        if problem is None and remember and remember.scope is GrantScope.PARENT and parentless:
+            return "a grant for the parent workflow needs a call made by one"
+        return problem
+
+    def _accept(self, decision: DecisionInput, approved: bool, via: str) -> ApprovalRecord:
+        approvals = self._approvals
+        assert approvals is not None
+        record = approvals.accept(decision, approved, via, workflow.now())
+        # Logged as it is accepted, so that a decision it beat in the same workflow task (and
+        # which is logged as ignored at once) comes after it, as in history.
+        who = record.approver or "an unnamed approver"
+        because = f": {record.reason}" if record.reason else ""
+        if approved and not approvals.approved:
+            count = f"{len(approvals.records)} of {approvals.rule.min_approvals}"
+            self._event(EventKind.APPROVAL_RECORDED, f"by {who} via {via} ({count}){because}")
+            self._republish()
+        else:
+            kind = EventKind.APPROVAL_GRANTED if approved else EventKind.APPROVAL_DENIED
+            self._event(kind, f"by {who} via {via}{because}")
+        if approved and decision.remember is not None:
+            self._grant_queue.append((record, decision))
+        return record
+
+    # Edits ----------------------------------------------------------------------------------
+
+    async def _apply_edit(self, plan: CallPlan, decision: DecisionInput, via: str) -> CallPlan:
+        """Plan and prepare the edited arguments; the approver's approval binds to them."""
+        old = self._approvals
+        assert old is not None
+        assert decision.arguments is not None
+        outcome = await self._plan_call(decision.arguments)
+        refusal = None
+        edited = outcome.plan
+        if edited is None:
+            refusal = outcome.error.message if outcome.error else "the edit could not be planned"
+        else:
+            verdict = policy.decide(
+                edited.ceiling, self._request.policy, edited.tool, edited.capabilities
+            )
+            allowed = allowed_names(edited.approval_rule)
+            if verdict.effect is Effect.DENY:
+                refusal = f"the edited call would be denied: {'; '.join(verdict.reasons())}"
+            elif allowed is not None and decision.approver not in allowed:
+                refusal = (
+                    f"{decision.approver!r} may not approve the edited call "
+                    f"({', '.join(edited.capabilities) or 'no capabilities'})"
+                )
+        if refusal is not None or edited is None:
+            self._edit_results[decision.request_id] = refusal or "refused"
+            self._event(EventKind.EDIT_REFUSED, f"by {decision.approver}: {refusal}")
+            return plan
+        self._edits.append(
+            ArgumentEdit(
+                by=decision.approver,
+                at=workflow.now(),
+                original=plan.arguments,
+                original_digest=plan.digest,
+                edited=edited.arguments,
+                digest=edited.digest,
+            )
+        )
+        self._event(
+            EventKind.ARGUMENTS_EDITED,
+            f"by {decision.approver} via {via}: {_short(plan.arguments)} -> "
+            f"{_short(edited.arguments)}",
+        )
+        self._plan = edited
+        verdict = policy.decide(
+            edited.ceiling, self._request.policy, edited.tool, edited.capabilities
+        )
+        await self._request_approval(edited, verdict, old.request.expires_at)
+        approvals = self._approvals
+        assert approvals is not None
+        bound = decision.model_copy(
+            update={
+                "request_id": approvals.request.request_id,
+                "digest": edited.digest,
+                "arguments": None,
+            }
+        )
+        self._edit_results[decision.request_id] = self._accept(bound, True, via)
+        return edited
+
+    # Grants ---------------------------------------------------------------------------------
+
+    async def _granted(self, plan: CallPlan) -> bool:
+        """Whether a standing grant approves this call (recorded as its approval)."""
+        parent = workflow.info().parent
+        rule = plan.approval_rule
+        assert rule is not None
+        if rule.min_approvals > 1:
+            return False
+        query = GrantQuery(
+            tool=plan.tool,
+            digest=plan.digest,
+            capabilities=plan.capabilities,
+            parent_id=parent.workflow_id if parent else None,
+            approvers=rule.approvers,
+        )
+        try:
+            found = await workflow.execute_local_activity(
+                FIND_GRANT_ACTIVITY,
+                query,
+                result_type=FoundGrant,
+                start_to_close_timeout=FIND_GRANT_TIMEOUT,
+                retry_policy=RetryPolicy(maximum_attempts=1),
+            )
+        except ActivityError as err:
+            # Without an answer the call asks a human, as it would without grants.
+            self._event(EventKind.GRANT_LOOKUP_FAILED, f"asking a human instead: {err.cause}")
+            return False
+        grant = found.grant
+        if grant is None:
+            return False
+        self._approval = ApprovalRecord(
+            request_id=grant.request_id,
+            digest=plan.digest,
+            approved=True,
+            approver=grant.approver,
+            reason=None,
+            decided_at=workflow.now(),
+            via="grant",
+            grant_id=grant.grant_id,
+            expires_at=grant.expires_at,
+        )
+        self._approved_by = [self._approval]
+        self._event(
+            EventKind.GRANT_USED,
+            f"grant {grant.grant_id} by {grant.approver}, until {grant.expires_at.isoformat()}",
+        )
+        return True
+
+    async def _remember(
+        self, plan: CallPlan, record: ApprovalRecord, decision: DecisionInput
+    ) -> None:
+        """Start the grant a remembered approval asked for, as a child workflow."""
+        terms = decision.remember
+        assert terms is not None
+        parent = workflow.info().parent
+        now = workflow.now()
+        grant = Grant(
+            grant_id=grant_workflow_id(record.request_id),
+            tool=plan.tool,
+            digest=None if terms.any_arguments else plan.digest,
+            capabilities=plan.capabilities,
+            scope=terms.scope,
+            parent_id=parent.workflow_id if parent else None,
+            approver=record.approver,
+            granted_at=now,
+            expires_at=now + terms.duration,
+            granted_in=self._workflow_id,
+            request_id=record.request_id,
+        )
+        await workflow.start_child_workflow(
+            GrantWorkflow.run,
+            grant,
+            id=grant.grant_id,
+            memo={MEMO_GRANT: grant},
+            search_attributes=TypedSearchAttributes(
+                [
+                    SearchAttributePair(SEARCH_TOOL, plan.tool),
+                    SearchAttributePair(SEARCH_STATUS, "grant"),
+                    SearchAttributePair(
+                        SEARCH_GRANT_SCOPE, scope_key(terms.scope, grant.parent_id)
+                    ),
+                ]
+            ),
+            parent_close_policy=ParentClosePolicy.ABANDON,
+        )
+        self._approval = record.model_copy(
+            update={"grant_id": grant.grant_id, "expires_at": grant.expires_at}
+        )
+        self._event(
+            EventKind.GRANT_CREATED,
+            f"{grant.grant_id} by {record.approver}: {terms.scope.value} scope, "
+            f"{'any arguments' if terms.any_arguments else 'these arguments'}, "
+            f"until {grant.expires_at.isoformat()}",
+        )
+
+    # Notifications --------------------------------------------------------------------------
+
+    def _notify(self, plan: CallPlan, kind: str) -> None:
+        """Post to each webhook beside the wait; failures are events, never the call's."""
+        if not plan.webhooks:
+            return
+        pending = self._pending_approval
+        assert pending is not None
+        for webhook in plan.webhooks:
+            notification = Notification(
+                kind=kind,
+                webhook=webhook,
+                workflow_id=self._workflow_id,
+                call_id=self._call_id,
+                tool=plan.tool,
+                capabilities=plan.capabilities,
+                summary=_summary(pending.preview),
+                approvers=pending.approvers_shown or pending.approvers,
+                requested_at=pending.requested_at,
+                expires_at=pending.expires_at,
+            )
+            # Beside the wait: a webhook that fails or retries never holds up the call.
+            self._notifications.append(asyncio.create_task(self._post(notification)))
+
+    async def _post(self, notification: Notification) -> None:
+        what = f"{notification.kind} to {notification.webhook}"
+        try:
+            await workflow.execute_activity(
+                NOTIFY_ACTIVITY,
+                notification,
+                start_to_close_timeout=NOTIFY_TIMEOUT,
+                retry_policy=NOTIFY_RETRY,
+            )
+        except ActivityError as err:
+            self._event(EventKind.NOTIFICATION_FAILED, f"{what}: {err.cause}")
+            return
+        self._event(EventKind.NOTIFIED, what)
+
+
+def _short(arguments: dict[str, Any]) -> str:
+    text = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= MAX_SUMMARY_CHARS else text[:MAX_SUMMARY_CHARS] + "..."
+
+
+def _summary(preview: list[PreviewArtifact]) -> str:
+    """A short text of the preview for a notification."""
+    parts = []
+    for artifact in preview:
+        body = artifact.text if artifact.text is not None else _short(artifact.data or {})
+        parts.append(f"{artifact.title}: {body}")
+    text = "\n".join(parts)
+    return text if len(text) <= MAX_SUMMARY_CHARS else text[:MAX_SUMMARY_CHARS] + "..."

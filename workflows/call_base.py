@@ -1,0 +1,429 @@
+"""What every step of ``ToolCallWorkflow`` shares: its state, planning, running an activity,
+the event log, the visibility writes and the one place a result is made.
+
+``ToolCallWorkflow`` (``workflows.tool_call``) is this plus the approval wait
+(``workflows.approval_flow``), the question and the handlers; the split only keeps each module
+short, the workflow is one class.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from temporalio import workflow
+from temporalio.common import RetryPolicy, SearchAttributeUpdate
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    TimeoutError as ActivityTimeoutError,
+    TimeoutType,
+)
+
+from workflows.approvals import Approvals
+from workflows.models import (
+    MEMO_PENDING_APPROVAL,
+    MEMO_PENDING_QUESTION,
+    PLAN_ACTIVITY,
+    SEARCH_CAPABILITIES,
+    SEARCH_STATUS,
+    SEARCH_TOOL,
+    ApprovalRecord,
+    ApprovalRequest,
+    ArgumentEdit,
+    CallEvent,
+    CallPlan,
+    CallStatus,
+    ErrorCode,
+    EventKind,
+    ExecuteInput,
+    Phase,
+    PlanInput,
+    PlanOutcome,
+    SideEffect,
+    ToolCallRequest,
+    ToolCallResult,
+    ToolError,
+    UserAnswer,
+    UserQuestion,
+)
+
+PLAN_TIMEOUT = timedelta(seconds=10)
+MAX_EVENTS = 200
+"""Beyond this, further ignored signals are only counted, so a flood cannot bloat the result."""
+MAX_KEYWORD_CHARS = 200
+
+_STATUS_FOR_CODE = {
+    ErrorCode.POLICY_DENIED: CallStatus.DENIED,
+    ErrorCode.APPROVAL_DENIED: CallStatus.DENIED,
+    ErrorCode.APPROVAL_TIMED_OUT: CallStatus.DENIED,
+    ErrorCode.BUDGET_EXCEEDED: CallStatus.DENIED,
+    ErrorCode.TIMED_OUT: CallStatus.TIMED_OUT,
+    ErrorCode.CANCELED: CallStatus.CANCELED,
+    ErrorCode.UNCERTAIN: CallStatus.UNCERTAIN,
+}
+_KNOWN_CODES = {code.value for code in ErrorCode}
+_Payload = TypeVar("_Payload", bound=BaseModel)
+
+
+class _Ended(Exception):
+    """Carries a finished result out of a nested step."""
+
+    def __init__(self, result: ToolCallResult) -> None:
+        super().__init__(result.status)
+        self.result = result
+
+
+class CallBase:
+    """The state of one call and the steps every path shares."""
+
+    def __init__(self, request: ToolCallRequest) -> None:
+        info = workflow.info()
+        self._request = request
+        self._workflow_id = info.workflow_id
+        self._call_id = request.call_id or info.workflow_id
+        self._started_at = workflow.now()
+        self._deadline = _deadline(request, self._started_at)
+        self._phase = Phase.PLANNING
+        self._plan: CallPlan | None = None
+        self._events: list[CallEvent] = []
+        self._dropped_events = 0
+        self._approvals: Approvals | None = None
+        """The current approval wait's state; kept once decided, to answer late decisions."""
+        self._pending_approval: ApprovalRequest | None = None
+        """The request as published (memo, ``status``) while the call waits for it."""
+        self._approval: ApprovalRecord | None = None
+        self._approved_by: list[ApprovalRecord] = []
+        self._edits: list[ArgumentEdit] = []
+        self._precondition: dict[str, object] | None = None
+        self._pending_question: UserQuestion | None = None
+        self._answer: UserAnswer | None = None
+        self._waited = timedelta(0)
+        self._ran = timedelta(0)
+        self._result: ToolCallResult | None = None
+        self._search_updates: list[SearchAttributeUpdate[Any]] = [
+            SEARCH_TOOL.value_set(request.tool[:MAX_KEYWORD_CHARS])
+        ]
+
+    async def _planned(self) -> CallPlan:
+        bad = _non_finite(self._request.arguments)
+        if bad:
+            # JSON has no NaN or Infinity; passed on, they would silently become null.
+            error = ToolError(
+                code=ErrorCode.INVALID_ARGUMENTS,
+                message=f"{self._request.tool}: invalid arguments: {', '.join(bad)}: "
+                "numbers must be finite",
+                fixable_args=bad,
+            )
+            raise _Ended(self._end_with(CallStatus.FAILED, error))
+        outcome = await self._plan_call(self._request.arguments)
+        if outcome.plan is None:
+            error = outcome.error or ToolError(code=ErrorCode.INTERNAL, message="plan gave nothing")
+            raise _Ended(self._end_with(CallStatus.FAILED, error))
+        plan: CallPlan = outcome.plan
+        self._plan = plan
+        self._search_updates += [
+            SEARCH_TOOL.value_set(plan.tool),
+            SEARCH_CAPABILITIES.value_set(plan.capabilities),
+        ]
+        caps = ", ".join(plan.capabilities) or "no capabilities"
+        self._event(EventKind.PLANNED, f"{plan.tool} ({plan.side_effect.value}; {caps})")
+        return plan
+
+    async def _plan_call(self, arguments: dict[str, Any]) -> PlanOutcome:
+        """Run the ``plan`` local activity for ``arguments`` (an edit plans them again)."""
+        try:
+            outcome: PlanOutcome = await workflow.execute_local_activity(
+                PLAN_ACTIVITY,
+                PlanInput(
+                    tool=self._request.tool,
+                    arguments=arguments,
+                    task_queue=self._request.task_queue,
+                ),
+                result_type=PlanOutcome,
+                start_to_close_timeout=PLAN_TIMEOUT,
+                retry_policy=RetryPolicy(maximum_attempts=1),
+            )
+        except ActivityError as err:
+            if isinstance(err.cause, CancelledError):
+                raise asyncio.CancelledError() from None
+            raise _Ended(
+                self._end(CallStatus.FAILED, ErrorCode.INTERNAL, f"planning failed: {err.cause}")
+            ) from None
+        return outcome
+
+    async def _activity(
+        self, plan: CallPlan, name: str, input: ExecuteInput, result_type: type | None
+    ) -> Any:
+        """Run one of the tool's activities with the plan's options; end the call on failure."""
+        opts = plan.activity
+        assert opts is not None
+        schedule_to_close = self._bounded(None)
+        retry = RetryPolicy(maximum_attempts=opts.maximum_attempts)
+        started = workflow.now()
+        # No ``finally`` for the bookkeeping: it would also run when a stopping worker drops the
+        # workflow and the garbage collector closes this coroutine (GeneratorExit), where there is
+        # no workflow clock.
+        failure: tuple[BaseException | None, bool] | None = None
+        try:
+            if opts.local:
+                output = await workflow.execute_local_activity(
+                    name,
+                    input,
+                    result_type=result_type,
+                    start_to_close_timeout=opts.start_to_close,
+                    schedule_to_close_timeout=schedule_to_close,
+                    retry_policy=retry,
+                )
+            else:
+                output = await workflow.execute_activity(
+                    name,
+                    input,
+                    result_type=result_type,
+                    task_queue=opts.task_queue,
+                    start_to_close_timeout=opts.start_to_close,
+                    schedule_to_start_timeout=opts.schedule_to_start,
+                    schedule_to_close_timeout=schedule_to_close,
+                    heartbeat_timeout=opts.heartbeat,
+                    retry_policy=retry,
+                    cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+                )
+        except ActivityError as err:
+            failure = err.cause, err.started_event_id > 0
+        except (ApplicationError, ActivityTimeoutError) as err:
+            failure = err, True  # a local activity's failure arrives unwrapped
+        except asyncio.CancelledError:
+            self._ran += workflow.now() - started
+            raise
+        self._ran += workflow.now() - started
+        if failure is not None:
+            raise _Ended(self._failed(plan, failure[0], started=failure[1]))
+        return output
+
+    def _failed(
+        self, plan: CallPlan, cause: BaseException | None, *, started: bool
+    ) -> ToolCallResult:
+        """Map an activity failure to the call's status and ``ToolError``."""
+        tool = plan.tool
+        if isinstance(cause, ApplicationError):
+            details = (
+                cause.details[0] if cause.details and isinstance(cause.details[0], dict) else {}
+            )
+            kind = cause.type or ""
+            code = ErrorCode(kind) if kind in _KNOWN_CODES else ErrorCode.EXECUTION_FAILED
+            message = cause.message if code.value == kind else f"{tool}: {kind}: {cause.message}"
+            error = ToolError(
+                code=code,
+                message=message,
+                retryable=not cause.non_retryable,
+                fixable_args=list(details.get("fixable_args") or []),
+            )
+            status = _STATUS_FOR_CODE.get(code, CallStatus.FAILED)
+            return self._end_with(status, error, output=details.get("output"))
+        if isinstance(cause, CancelledError):
+            return self._end(CallStatus.CANCELED, ErrorCode.CANCELED, f"{tool}: canceled")
+        if isinstance(cause, ActivityTimeoutError):
+            return self._timed_out(plan, cause.type, started=started)
+        return self._end(CallStatus.FAILED, ErrorCode.INTERNAL, f"{tool}: {cause}")
+
+    def _timed_out(
+        self, plan: CallPlan, kind: TimeoutType | None, *, started: bool
+    ) -> ToolCallResult:
+        opts = plan.activity
+        assert opts is not None
+        tool = plan.tool
+        if kind is TimeoutType.SCHEDULE_TO_START or (
+            kind is TimeoutType.SCHEDULE_TO_CLOSE and not started and not opts.local
+        ):
+            error = ToolError(
+                code=ErrorCode.TOOL_UNAVAILABLE,
+                message=(
+                    f"{tool}: no worker took the task from queue "
+                    f"{opts.task_queue or workflow.info().task_queue!r} in time; nothing ran"
+                ),
+                retryable=True,
+            )
+            return self._end_with(CallStatus.FAILED, error)
+        if plan.side_effect is SideEffect.WRITE:
+            return self._end(
+                CallStatus.UNCERTAIN,
+                ErrorCode.UNCERTAIN,
+                f"{tool}: the worker was lost after the tool started ({_name(kind)} timeout); "
+                "the effect may have happened: inspect before calling again",
+            )
+        return self._end(
+            CallStatus.TIMED_OUT, ErrorCode.TIMED_OUT, f"{tool}: {_name(kind)} timeout"
+        )
+
+    def _execute_input(self, plan: CallPlan) -> ExecuteInput:
+        return ExecuteInput(
+            tool=plan.tool,
+            arguments=plan.arguments,
+            digest=plan.digest,
+            call_id=self._call_id,
+            idempotency_key=f"{self._workflow_id}:{self._call_id}",
+            approval=self._approval,
+            precondition=self._precondition,
+        )
+
+    async def _wait(self, done: Callable[[], bool], timeout: timedelta | None) -> bool:
+        """Wait for ``done()`` up to ``timeout`` (forever for ``None``); whether it came true."""
+        if timeout is not None and timeout <= timedelta(0):
+            return done()
+        started = workflow.now()
+        try:
+            await workflow.wait_condition(done, timeout=timeout)
+            came_true = True
+        except TimeoutError:
+            came_true = False
+        except asyncio.CancelledError:
+            self._waited += workflow.now() - started
+            raise
+        self._waited += workflow.now() - started  # not a ``finally``: see ``_activity``
+        return came_true
+
+    def _bounded(self, timeout: timedelta | None) -> timedelta | None:
+        """``timeout`` cut to what is left before the call's deadline."""
+        if self._deadline is None:
+            return timeout
+        left = self._deadline - workflow.now()
+        return left if timeout is None else min(timeout, left)
+
+    def _check_budget(self, *, during_wait: bool = False) -> None:
+        if self._deadline is None or workflow.now() < self._deadline:
+            return
+        status = CallStatus.TIMED_OUT if during_wait else CallStatus.DENIED
+        raise _Ended(
+            self._end(
+                status,
+                ErrorCode.BUDGET_EXCEEDED,
+                f"{self._request.tool}: the call's deadline {self._deadline.isoformat()} passed",
+            )
+        )
+
+    def _parse_signal(self, model: type[_Payload], payload: Any, verb: str) -> _Payload | None:
+        """``payload`` as ``model``, or ``None`` with a ``signal_ignored`` event saying why."""
+        try:
+            return model.model_validate(payload)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = ".".join(str(part) for part in first["loc"]) or "payload"
+            self._event(
+                EventKind.SIGNAL_IGNORED,
+                f"{verb}: malformed {model.__name__}: {where}: {first['msg']}",
+            )
+            return None
+
+    def _event(self, kind: EventKind, message: str = "") -> None:
+        if kind is EventKind.SIGNAL_IGNORED and len(self._events) >= MAX_EVENTS:
+            self._dropped_events += 1
+            return
+        self._events.append(CallEvent(at=workflow.now(), kind=kind, message=message))
+
+    def _set_phase(self, phase: Phase, memo: dict[str, object] | None = None) -> None:
+        self._phase = phase
+        self._publish(phase.value)
+        if memo:
+            workflow.upsert_memo(memo)
+        workflow.set_current_details(f"{phase.value.replace('_', ' ')}: {self._request.tool}")
+
+    def _publish(self, status: str) -> None:
+        """Upsert the status with any search attributes not yet written, in one command."""
+        updates, self._search_updates = self._search_updates, []
+        workflow.upsert_search_attributes([*updates, SEARCH_STATUS.value_set(status)])
+
+    def _clear_pending(self) -> None:
+        if self._pending_approval is None and self._pending_question is None:
+            return
+        self._pending_approval = self._pending_question = None
+        workflow.upsert_memo({MEMO_PENDING_APPROVAL: None, MEMO_PENDING_QUESTION: None})
+
+    def _end(
+        self,
+        status: CallStatus,
+        code: ErrorCode | None = None,
+        message: str = "",
+        *,
+        output: object = None,
+    ) -> ToolCallResult:
+        error = ToolError(code=code, message=message) if code is not None else None
+        return self._end_with(status, error, output=output)
+
+    def _end_with(
+        self, status: CallStatus, error: ToolError | None, *, output: object = None
+    ) -> ToolCallResult:
+        if self._result is not None:
+            return self._result
+        if self._dropped_events:
+            self._events.append(
+                CallEvent(
+                    at=workflow.now(),
+                    kind=EventKind.SIGNAL_IGNORED,
+                    message=f"{self._dropped_events} more ignored signals not listed",
+                )
+            )
+        finished = f"{status.value}: {error.message}" if error else status.value
+        self._events.append(CallEvent(at=workflow.now(), kind=EventKind.FINISHED, message=finished))
+        plan = self._plan
+        self._result = ToolCallResult(
+            workflow_id=self._workflow_id,
+            call_id=self._call_id,
+            tool=plan.tool if plan else self._request.tool,
+            status=status,
+            output=output,
+            error=error,
+            approval=self._approval,
+            approvals=list(self._approved_by),
+            edits=list(self._edits),
+            digest=plan.digest if plan else None,
+            capabilities=plan.capabilities if plan else [],
+            events=list(self._events),
+            started_at=self._started_at,
+            finished_at=workflow.now(),
+            waited_seconds=self._waited.total_seconds(),
+            run_seconds=self._ran.total_seconds(),
+        )
+        self._phase = Phase.DONE
+        self._clear_pending()
+        self._publish(status.value)
+        workflow.set_current_details(f"{status.value}: {self._result.tool}")
+        return self._result
+
+
+def _non_finite(arguments: dict[str, Any]) -> list[str]:
+    """The arguments holding a NaN or an infinity anywhere inside (checked without recursion)."""
+    bad = []
+    for name, value in arguments.items():
+        stack = [value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, float) and not math.isfinite(item):
+                bad.append(name)
+                break
+            if isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+    return bad
+
+
+def _deadline(request: ToolCallRequest, started: datetime) -> datetime | None:
+    """The earlier of ``deadline`` and ``started + timeout``; ``None`` when neither is set."""
+    candidates = []
+    if request.deadline is not None:
+        # A naive time cannot be compared with workflow time: the TypeError would fail every
+        # workflow task forever. Read it as UTC, like every time Temporal records.
+        deadline = request.deadline
+        candidates.append(deadline if deadline.tzinfo else deadline.replace(tzinfo=UTC))
+    if request.timeout is not None:
+        candidates.append(started + request.timeout)
+    return min(candidates, default=None)
+
+
+def _name(kind: TimeoutType | None) -> str:
+    return kind.name.lower().replace("_", "-") if kind is not None else "unknown"
