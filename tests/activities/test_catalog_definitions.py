@@ -1,5 +1,5 @@
 """The definitions a deployment exports: every tool a configuration can enable has a strict
-schema."""
+schema, in each provider's shape."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from activities.families import BUILTIN_FAMILIES
-from activities.schema import strict_problems
+from activities.schema import strict_problems, strict_schema
 from worker.config import Config, build_catalog, parse_config
 
 HTTP_TABLES: list[dict[str, Any]] = [
@@ -58,3 +58,31 @@ def test_every_tool_of_a_full_configuration_has_a_strict_schema(
     assert {"set_value", "git", "web_search", "shop_api", "http_request"} <= set(names)
     problems = {d["name"]: strict_problems(d["input_schema"]) for d in definitions}
     assert problems == {name: [] for name in names}
+
+
+def test_each_format_has_its_providers_shape(tmp_path: Path) -> None:
+    catalog = build_catalog(full_config(tmp_path))
+    specs = list(catalog)
+    anthropic = catalog.definitions("anthropic")
+    openai = catalog.definitions("openai")
+    mcp = catalog.definitions("mcp")
+    assert catalog.definitions() == anthropic
+    assert len(anthropic) == len(openai) == len(mcp) == len(specs)
+    for spec, a, o, m in zip(specs, anthropic, openai, mcp, strict=True):
+        schema = strict_schema(spec.arguments)
+        assert a == {"name": spec.name, "description": spec.description, "input_schema": schema}
+        assert o == {
+            "type": "function",
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": schema,
+            "strict": True,
+        }
+        assert m == {"name": spec.name, "description": spec.description, "inputSchema": schema}
+        assert list(o) == ["type", "name", "description", "parameters", "strict"]
+
+
+def test_an_unknown_format_is_refused(tmp_path: Path) -> None:
+    catalog = build_catalog(full_config(tmp_path))
+    with pytest.raises(ValueError, match="unknown definition format 'gemini'; one of anthropic, "):
+        catalog.definitions("gemini")  # type: ignore[arg-type]
