@@ -6,9 +6,11 @@
 from activities.base import CallContext, ToolArgs, ToolResult
 from activities.capabilities import CAPABILITIES, default_ceiling
 from activities.catalog import (
+    DEFINITION_FORMATS,
     Catalog,
     CatalogError,
     CatalogSettings,
+    DefinitionFormat,
     Timeouts,
     ToolSpec,
     call_digest,
@@ -20,10 +22,12 @@ from activities.runtime import ToolRuntime
 
 __all__ = [
     "CAPABILITIES",
+    "DEFINITION_FORMATS",
     "CallContext",
     "Catalog",
     "CatalogError",
     "CatalogSettings",
+    "DefinitionFormat",
     "Deployment",
     "Extra",
     "Family",

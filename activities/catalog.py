@@ -8,7 +8,7 @@ worker, how many attempts a read may take. Bad options fail here, at worker star
 inside a running workflow where Temporal would retry the failing task forever.
 
 The catalog also plans calls (the ``plan`` local activity delegates here) and exports the
-model-facing tool definitions.
+model-facing tool definitions, in Anthropic's, OpenAI's or MCP's shape.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 import rfc8785
 from pydantic import BaseModel, ValidationError
@@ -94,6 +94,10 @@ class ToolSpec:
             self.implementation, f"prepare_{self.name}"
         )
 
+
+DefinitionFormat = Literal["anthropic", "openai", "mcp"]
+"""The shapes ``Catalog.definitions`` exports tool definitions in."""
+DEFINITION_FORMATS: tuple[DefinitionFormat, ...] = get_args(DefinitionFormat)
 
 DEFAULT_TOOLS = ("calculator", "current_datetime", "ask_user")
 """Tools enabled when the deployment does not say: the ones that need no configuration."""
@@ -278,16 +282,37 @@ class Catalog:
             )
         )
 
-    def definitions(self) -> list[dict[str, Any]]:
-        """Model-facing definitions of every enabled tool: name, description, strict schema."""
+    def definitions(self, format: DefinitionFormat = "anthropic") -> list[dict[str, Any]]:
+        """Model-facing definitions of every enabled tool, in one provider's shape.
+
+        ``anthropic``: ``name``, ``description``, ``input_schema`` (the default, and what
+        ``toolcalls tools --json`` prints); ``openai``: a strict function tool, ``type``, ``name``,
+        ``description``, ``parameters``, ``strict``; ``mcp``: an MCP tool, ``name``,
+        ``description``, ``inputSchema``. The schema is the same strict one in each.
+        """
+        if format not in DEFINITION_FORMATS:
+            raise ValueError(
+                f"unknown definition format {format!r}; one of {', '.join(DEFINITION_FORMATS)}"
+            )
         return [
-            {
-                "name": spec.name,
-                "description": spec.description,
-                "input_schema": strict_schema(spec.arguments),
-            }
+            _definition(format, spec.name, spec.description, strict_schema(spec.arguments))
             for spec in self._specs.values()
         ]
+
+
+def _definition(
+    format: DefinitionFormat, name: str, description: str, schema: dict[str, Any]
+) -> dict[str, Any]:
+    if format == "openai":
+        return {
+            "type": "function",
+            "name": name,
+            "description": description,
+            "parameters": schema,
+            "strict": True,
+        }
+    key = "inputSchema" if format == "mcp" else "input_schema"
+    return {"name": name, "description": description, key: schema}
 
 
 def _nested_models(annotation: Any, seen: set[type[BaseModel]]) -> Iterator[type[BaseModel]]:

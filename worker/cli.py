@@ -18,6 +18,7 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
+from activities.catalog import DEFINITION_FORMATS
 from worker import arguments, commands, replay
 from worker.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError
 from worker.config import Config, ConfigError, load_config
@@ -119,6 +120,11 @@ def _call_parsers(commands_: argparse._SubParsersAction[_Parser]) -> None:
         "tools", parents=[output], help="list the enabled tools (no server needed)"
     )
     tools.add_argument("--config", help="TOML configuration (default $TOOLCALLS_CONFIG)")
+    tools.add_argument(
+        "--format",
+        choices=DEFINITION_FORMATS,
+        help="print the definitions as JSON in this provider's shape (--json: anthropic)",
+    )
     replay_ = commands_.add_parser(
         "replay", parents=[output], help="replay exported histories against this version"
     )

@@ -120,7 +120,10 @@ async def run(config: Config, args: argparse.Namespace) -> int:
 def list_tools(config: Config, args: argparse.Namespace) -> int:
     """The deployment's enabled tools, from its configuration alone."""
     catalog = build_catalog(config)
-    _emit(args, catalog.definitions(), tools_text(catalog))
+    if args.format is not None:
+        print(dumps(catalog.definitions(args.format)))
+    else:
+        _emit(args, catalog.definitions(), tools_text(catalog))
     return EXIT_OK
 
 

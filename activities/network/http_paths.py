@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Sequence
 from urllib.parse import quote, unquote_to_bytes, urlsplit
 
 from activities.network.urls import MAX_URL_CHARS
@@ -121,8 +121,9 @@ def _refuse_characters(text: str, what: str) -> None:
             raise PathProblem(f"{subject}must not contain control characters (U+{ord(ch):04X})")
 
 
-def build_url(base_url: str, path: str, query: Mapping[str, str] | None) -> str:
-    """The full URL: ``base_url`` (ending in ``/``), the checked path, the encoded query."""
+def build_url(base_url: str, path: str, query: Sequence[tuple[str, str]]) -> str:
+    """The full URL: ``base_url`` (ending in ``/``), the checked path, the encoded query (its
+    ``(name, value)`` pairs in order)."""
     try:
         relative = check_path(path)
     except PathProblem as exc:
@@ -132,7 +133,7 @@ def build_url(base_url: str, path: str, query: Mapping[str, str] | None) -> str:
         if len(query) > MAX_QUERY_PARAMS:
             raise PathProblem(f"query has {len(query)} parameters; the limit is {MAX_QUERY_PARAMS}")
         url += "?" + "&".join(
-            f"{quote(key, safe='')}={quote(value, safe='')}" for key, value in query.items()
+            f"{quote(key, safe='')}={quote(value, safe='')}" for key, value in query
         )
     if len(url) > MAX_URL_CHARS:
         raise PathProblem(f"the URL would have {len(url)} characters; the limit is {MAX_URL_CHARS}")

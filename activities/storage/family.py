@@ -62,9 +62,10 @@ STORAGE_TOOLS: tuple[ToolSpec, ...] = (
         name="set_value",
         description=(
             "Store a JSON value under a key (a nonblank string of at most 256 characters), "
-            "replacing any value there. Non-finite numbers, values nested deeper than 64 levels "
-            "and values over the deployment's size limit are rejected, and so is a write that "
-            "would take the store past its key or size limit."
+            "replacing any value there. The value is given as JSON text: '{\"a\": 1}', '42', "
+            "'null', or '\"text\"' for a string. Non-finite numbers, values nested deeper than "
+            "64 levels and values over the deployment's size limit are rejected, and so is a "
+            "write that would take the store past its key or size limit."
         ),
         arguments=SetValueArgs,
         result=SetValueResult,

@@ -36,10 +36,10 @@ from activities.storage.store import (
 )
 from activities.storage.values import (
     MAX_KEY_CHARS,
+    JsonText,
     ValueProblem,
     check_key,
     check_prefix,
-    check_value,
     decode_value,
     digest,
     encode_value,
@@ -85,16 +85,17 @@ class ListKeysArgs(ToolArgs):
 
 class SetValueArgs(ToolArgs):
     key: Key
-    value: JsonValue = Field(
-        description="Any JSON value: object, array, string, number, boolean or null."
+    value: JsonText = Field(
+        description=(
+            'The value as JSON text: {"a": 1}, [1, 2], 42, true, null, or "text" for a string '
+            "(quotes included)."
+        )
     )
 
-    @field_validator("value", mode="before")
+    @field_validator("value")
     @classmethod
-    def _json_data(cls, value: Any) -> Any:
-        # Before pydantic's own (recursive) JsonValue validation, which must never meet a value
-        # nested deeper than the cap.
-        check_value(value)
+    def _bounded(cls, value: JsonValue) -> JsonValue:
+        # JsonText has already refused anything but JSON data at most 64 levels deep.
         size = value_bytes(encode_value(value))
         if size > MAX_VALUE_BYTES_CEILING:
             raise ValueProblem(f"value is {size} bytes; the limit is {MAX_VALUE_BYTES_CEILING}")

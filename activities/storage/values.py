@@ -5,6 +5,11 @@ with string keys, at most ``MAX_VALUE_DEPTH`` containers deep. It is checked by 
 never by recursion, so a value nested 100,000 levels deep is a clean error rather than a
 ``RecursionError``. Stored values are compact JSON text (``ensure_ascii=False``); sizes are UTF-8
 bytes of that text, and a namespace's size is that of its values as one JSON object.
+
+A model-facing schema cannot describe "any JSON value" strictly, so an argument holding one
+(``JsonText``: ``set_value``'s value, an HTTP tool's body) is offered as a string of JSON text and
+decoded when the call is planned; an already-decoded value (an object, a number, ...) is accepted
+as it is. A string is always JSON text: the string value ``hi`` is the text ``"hi"``.
 """
 
 from __future__ import annotations
@@ -12,7 +17,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, JsonValue, PlainSerializer, WithJsonSchema
 
 MAX_KEY_CHARS = 256
 """Keys are nonblank strings of at most 256 characters (spec)."""
@@ -76,7 +83,7 @@ def encode_value(value: Any) -> str:
 def decode_value(text: str) -> Any:
     """A fresh value from stored text, refusing text a tool could not have stored."""
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = _parse(text)
     except RecursionError:
         raise ValueProblem(f"stored value nests deeper than {MAX_VALUE_DEPTH} levels") from None
     except ValueError as exc:
@@ -86,6 +93,43 @@ def decode_value(text: str) -> Any:
     except ValueProblem as exc:
         raise ValueProblem(f"stored {exc}") from None
     return value
+
+
+def json_argument(value: Any) -> Any:
+    """An argument's JSON value: a string is JSON text and is decoded; anything else is taken as
+    already decoded. Either way it must pass ``check_value``."""
+    if isinstance(value, str):
+        try:
+            value = _parse(value)
+        except RecursionError:
+            raise ValueProblem(f"value nests deeper than {MAX_VALUE_DEPTH} levels") from None
+        except json.JSONDecodeError as exc:
+            raise ValueProblem(
+                f'is not JSON text ({exc}); a string is given as JSON text too: "\\"text\\""'
+            ) from None
+        except ValueError as exc:  # NaN, Infinity
+            raise ValueProblem(str(exc)) from None
+    check_value(value)
+    return value
+
+
+def argument_form(value: Any) -> Any:
+    """How normalised arguments hold a JSON value: a string as its JSON text, so that validating
+    them again gives the same value; anything else as it is."""
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else value
+
+
+JsonText = Annotated[
+    JsonValue,
+    BeforeValidator(json_argument),
+    PlainSerializer(argument_form),
+    WithJsonSchema({"type": "string"}, mode="validation"),
+]
+"""A JSON value offered to the model as JSON text (a strict schema's string), held decoded."""
+
+
+def _parse(text: str) -> Any:
+    return json.loads(text, parse_constant=_no_constant)
 
 
 def value_bytes(text: str) -> int:

@@ -180,8 +180,8 @@ def test_fields_named_like_keywords_are_kept() -> None:
     assert list(schema["properties"]) == ["title", "default", "then"]
     assert schema["required"] == ["title", "default", "then"]
     assert schema["properties"]["title"] == {"type": "string"}
-    then = schema["properties"]["then"]["anyOf"][0]
-    assert then["examples"] == [{"title": "kept", "not": 1}]
+    # Examples are data the strict subset has no keyword for: left out, keyword-like keys and all.
+    assert schema["properties"]["then"]["anyOf"][0] == {"type": "string"}
 
 
 @pytest.mark.parametrize("model", [Wrapper, Node, Mutual])

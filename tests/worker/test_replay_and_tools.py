@@ -19,6 +19,7 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from activities.catalog import DEFAULT_TOOLS
+from activities.schema import strict_problems
 from tests.record_histories import HISTORIES
 from tests.support.harness import make_config, running_worker
 from tests.worker.support import (
@@ -203,6 +204,54 @@ def test_tools_lists_the_configured_catalog(tmp_path: Path) -> None:
 
     default = run([TOOLCALLS, "tools", "--json"], tmp_path, TEMPORAL_ADDRESS=UNREACHABLE)
     assert [d["name"] for d in json.loads(default.stdout)] == list(DEFAULT_TOOLS)
+
+
+def test_tools_prints_each_providers_format(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path,
+        'tools = ["calculator", "set_value", "web_search", "shop_api"]\n'
+        "[storage]\nallow_write = true\n"
+        '[web_search]\nengines = ["wikipedia"]\n'
+        '[[http]]\nname = "shop_api"\nbase_url = "https://api.example.com/v1/"\n'
+        'allowed_methods = ["GET", "POST"]\n',
+    )
+    catalog = build_catalog(load_config(config))
+    printed = {}
+    for format in ("openai", "anthropic", "mcp"):
+        done = run(
+            [TOOLCALLS, "tools", "--config", str(config), "--format", format],
+            tmp_path,
+            TEMPORAL_ADDRESS=UNREACHABLE,
+        )
+        assert (done.returncode, done.stderr) == (0, "")
+        printed[format] = json.loads(done.stdout)
+        assert printed[format] == catalog.definitions(format)
+    names = ["calculator", "set_value", "web_search", "shop_api"]
+    for tool in printed["openai"]:
+        assert (tool["type"], tool["strict"]) == ("function", True)
+        assert strict_problems(tool["parameters"]) == [], tool["name"]
+    assert [t["name"] for t in printed["openai"]] == names
+    assert [sorted(t) for t in printed["mcp"]] == [["description", "inputSchema", "name"]] * 4
+    assert [t["inputSchema"] for t in printed["mcp"]] == [
+        t["parameters"] for t in printed["openai"]
+    ]
+    # --json is the anthropic format, as it always was.
+    as_json = run(
+        [TOOLCALLS, "tools", "--config", str(config), "--json"],
+        tmp_path,
+        TEMPORAL_ADDRESS=UNREACHABLE,
+    )
+    assert json.loads(as_json.stdout) == printed["anthropic"]
+    assert [sorted(t) for t in printed["anthropic"]] == [
+        ["description", "input_schema", "name"]
+    ] * 4
+    unknown = run(
+        [TOOLCALLS, "tools", "--config", str(config), "--format", "gemini"],
+        tmp_path,
+        TEMPORAL_ADDRESS=UNREACHABLE,
+    )
+    assert unknown.returncode == 2
+    assert "invalid choice: 'gemini'" in unknown.stderr
 
 
 def _assert_strict(schema: Any) -> None:

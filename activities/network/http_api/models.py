@@ -3,16 +3,37 @@
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, JsonValue, ValidationInfo, create_model, field_validator
+from pydantic import (
+    BeforeValidator,
+    Field,
+    JsonValue,
+    ValidationInfo,
+    create_model,
+    field_validator,
+)
 
 from activities.base import ToolArgs, ToolResult
 from activities.network.http_paths import MAX_PATH_CHARS, MAX_QUERY_PARAMS, check_path
 from activities.network.settings import HTTP_READ_METHODS, HTTP_REQUEST_BYTES, HttpToolSettings
-from activities.storage.values import check_value
+from activities.storage.values import JsonText
 
 BodyEncoding = Literal["json", "text", "base64"]
+
+
+class QueryParameter(ToolArgs):
+    """A query parameter: a name and its string value."""
+
+    name: str = Field(min_length=1, description="Parameter name, nonempty.")
+    value: str = Field(description="Parameter value, a string.")
+
+
+def _query_pairs(query: Any) -> Any:
+    """A JSON object of names to values (the spec's form) as the list of pairs; a list passes."""
+    if isinstance(query, dict):
+        return [{"name": name, "value": value} for name, value in query.items()]
+    return query
 
 
 class HttpRequestArgs(ToolArgs):
@@ -29,12 +50,20 @@ class HttpRequestArgs(ToolArgs):
         ),
     )
     method: str = Field(default="GET", description="HTTP method.")
-    query: dict[str, str] | None = Field(
-        default=None, description="Query parameters: names to string values."
-    )
-    body: JsonValue = Field(
+    query: Annotated[list[QueryParameter], BeforeValidator(_query_pairs)] | None = Field(
         default=None,
-        description="JSON request body, sent as application/json; not allowed with GET or HEAD.",
+        max_length=MAX_QUERY_PARAMS,
+        description=(
+            'Query parameters as {"name", "value"} string pairs, sent in this order; a name may '
+            "repeat."
+        ),
+    )
+    body: JsonText = Field(
+        default=None,
+        description=(
+            'JSON request body as JSON text ({"a": 1}, [1, 2], or "text" for a string, quotes '
+            "included), sent as application/json; null sends none. Not allowed with GET or HEAD."
+        ),
     )
 
     @field_validator("path")
@@ -47,28 +76,23 @@ class HttpRequestArgs(ToolArgs):
     def _upper(cls, method: object) -> object:
         return method.upper() if isinstance(method, str) else method
 
-    @field_validator("query")
+    @field_validator("body")
     @classmethod
-    def _query(cls, query: dict[str, str] | None) -> dict[str, str] | None:
-        if query is not None and len(query) > MAX_QUERY_PARAMS:
-            raise ValueError(f"has {len(query)} parameters; the limit is {MAX_QUERY_PARAMS}")
-        if query is not None and any(not name for name in query):
-            raise ValueError("parameter names must not be empty")
-        return query
-
-    @field_validator("body", mode="before")
-    @classmethod
-    def _body(cls, body: Any, info: ValidationInfo) -> Any:
+    def _body(cls, body: JsonValue, info: ValidationInfo) -> JsonValue:
+        # JsonText has already refused anything but JSON data at most 64 levels deep.
         if body is None:
             return None
         if info.data.get("method") in HTTP_READ_METHODS:
             raise ValueError(f"{info.data['method']} requests have no body; use query")
-        # Before pydantic's own (recursive) JsonValue validation: depth and finiteness first.
-        check_value(body)
         size = len(encode_body(body))
         if size > cls.max_request_bytes:
             raise ValueError(f"is {size} bytes as JSON; the limit is {cls.max_request_bytes}")
         return body
+
+    @property
+    def query_pairs(self) -> list[tuple[str, str]]:
+        """The query parameters in order, ``[]`` for none."""
+        return [(param.name, param.value) for param in self.query or ()]
 
 
 class HttpResponseResult(ToolResult):

@@ -103,7 +103,7 @@ class HttpTools:
             "tool": s.name,
             "method": args.method,
             "url": url,
-            "query": args.query,
+            "query": [{"name": name, "value": value} for name, value in args.query_pairs],
             "header_names": sorted(headers, key=str.lower),
             "body_bytes": len(body) if body is not None else 0,
             "body_sha256": _sha256(body),
@@ -162,7 +162,7 @@ class HttpTools:
 
     def _url(self, args: HttpRequestArgs) -> str:
         try:
-            return build_url(self._settings.base_url, args.path, args.query)
+            return build_url(self._settings.base_url, args.path, args.query_pairs)
         except PathProblem as exc:
             raise tool_error(
                 ErrorCode.INVALID_ARGUMENTS,
@@ -256,9 +256,10 @@ def http_tool_spec(settings: HttpToolSettings) -> ToolSpec:
     methods = ", ".join(settings.allowed_methods)
     usage = (
         f"Call the HTTP API at {settings.base_url} with a path below it, one of {methods}, "
-        "string query parameters and a JSON body (not with GET or HEAD); the model supplies no "
-        "headers. Returns status_code, selected headers, body and body_encoding (json, text or "
-        "base64); error statuses and redirects are returned, not followed."
+        'query parameters as {"name", "value"} string pairs and a body given as JSON text (not '
+        "with GET or HEAD); the model supplies no headers. Returns status_code, selected "
+        "headers, body and body_encoding (json, text or base64); error statuses and redirects "
+        "are returned, not followed."
     )
     return ToolSpec(
         name=settings.name,

@@ -6,7 +6,20 @@ build their engine's request and parse its answer into the one result shape of `
 ``activities.network.guard``.
 """
 
-from activities.network.search.models import SearchHit, WebSearchArgs, WebSearchResult
+from activities.network.search.models import (
+    SearchHit,
+    WebSearchArgs,
+    WebSearchResult,
+    engine_listing,
+    web_search_args,
+)
 from activities.network.search.tools import WebSearchTools
 
-__all__ = ["SearchHit", "WebSearchArgs", "WebSearchResult", "WebSearchTools"]
+__all__ = [
+    "SearchHit",
+    "WebSearchArgs",
+    "WebSearchResult",
+    "WebSearchTools",
+    "engine_listing",
+    "web_search_args",
+]

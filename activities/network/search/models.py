@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 import unicodedata
-from typing import Annotated, Literal
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, StringConstraints, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    create_model,
+    field_validator,
+)
 
 from activities.base import ToolArgs, ToolResult
-from activities.network.settings import SearchEngine
+from activities.network.settings import SEARCH_ENGINES, SearchEngine
 
 MAX_QUERY_CHARS = 400
 MAX_QUERY_WORDS = 50
@@ -45,7 +54,38 @@ Query = Annotated[
 ]
 
 
+ENGINE_NOTES: dict[Engine, str] = {
+    "brave": "needs the deployment's Brave key",
+    "duckduckgo": "keyless, best effort",
+    "wikipedia": "keyless, English Wikipedia articles",
+}
+"""What the model is told of each engine it may choose."""
+
+
+def engine_listing(engines: Sequence[Engine], notes: Mapping[Engine, str]) -> str:
+    """``"brave (the default; ...), duckduckgo (...) or wikipedia (...)"``: the first is the
+    default (a single engine is just the engine)."""
+    named = [
+        f"{engine} ({'the default; ' if index == 0 and len(engines) > 1 else ''}{notes[engine]})"
+        for index, engine in enumerate(engines)
+    ]
+    return named[0] if len(named) == 1 else f"{', '.join(named[:-1])} or {named[-1]}"
+
+
+def _engine_description(engines: Sequence[Engine]) -> str:
+    listing = engine_listing(engines, ENGINE_NOTES)
+    return f"{listing}. Never a silent fallback." if len(engines) > 1 else f"{listing}."
+
+
+def _freshness_description(engines: Sequence[Engine]) -> str:
+    only = "; wikipedia: any only" if "wikipedia" in engines else ""
+    return f"Only results from the last day, week, month or year{only}."
+
+
 class WebSearchArgs(ToolArgs):
+    """The arguments with every engine offered; ``web_search_args`` narrows them to a
+    deployment's engines."""
+
     query: Query = Field(
         description="What to search for: 1-400 characters, at most 50 words.",
     )
@@ -55,16 +95,9 @@ class WebSearchArgs(ToolArgs):
     # engine is declared before freshness so that freshness can be checked against it, and a
     # refusal names freshness as the argument to change.
     engine: Engine = Field(
-        default="brave",
-        description=(
-            "brave (the default; needs the deployment's Brave key), duckduckgo (keyless, best "
-            "effort) or wikipedia (keyless, English Wikipedia articles). Never a silent fallback."
-        ),
+        default=SEARCH_ENGINES[0], description=_engine_description(SEARCH_ENGINES)
     )
-    freshness: Freshness = Field(
-        default="any",
-        description="Only results from the last day, week, month or year; wikipedia: any only.",
-    )
+    freshness: Freshness = Field(default="any", description=_freshness_description(SEARCH_ENGINES))
 
     @field_validator("freshness")
     @classmethod
@@ -72,6 +105,27 @@ class WebSearchArgs(ToolArgs):
         if info.data.get("engine") == "wikipedia" and freshness != "any":
             raise ValueError('engine "wikipedia" supports only "any"')
         return freshness
+
+
+def web_search_args(engines: Sequence[Engine]) -> type[WebSearchArgs]:
+    """``WebSearchArgs`` as a deployment offering ``engines`` advertises them: ``engine`` is one
+    of those, the first by default, and nothing names an engine it does not offer."""
+    engines = tuple(engines)
+    return WebSearchArgs if engines == SEARCH_ENGINES else _offering(engines)
+
+
+@functools.cache
+def _offering(engines: tuple[Engine, ...]) -> type[WebSearchArgs]:
+    offered: Any = Literal[engines]
+    return create_model(
+        f"WebSearchArgs{''.join(engine.title() for engine in engines)}",
+        __base__=WebSearchArgs,
+        engine=(offered, Field(default=engines[0], description=_engine_description(engines))),
+        freshness=(
+            Freshness,
+            Field(default="any", description=_freshness_description(engines)),
+        ),
+    )
 
 
 class SearchHit(ToolResult):

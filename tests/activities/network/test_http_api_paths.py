@@ -7,6 +7,8 @@ at execution, with a server that records nothing.
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import pytest
@@ -64,7 +66,7 @@ def test_every_escape_is_refused(path: str) -> None:
     with pytest.raises(PathProblem):
         check_path(path)
     with pytest.raises(PathProblem):
-        build_url(BASE, path, None)
+        build_url(BASE, path, [])
     with pytest.raises(ValidationError) as caught:
         arguments_model(HttpToolSettings(base_url=BASE)).model_validate({"path": path})
     assert [err["loc"] for err in caught.value.errors()] == [("path",)]
@@ -88,17 +90,22 @@ def test_every_escape_is_refused(path: str) -> None:
     ],
 )
 def test_paths_stay_below_the_base(path: str, url: str) -> None:
-    assert build_url(BASE, path, None) == url
+    assert build_url(BASE, path, []) == url
 
 
 def test_query_values_are_encoded_never_parsed() -> None:
-    url = build_url(BASE, "items", {"q": "a&b=c", "x y": "1/2?#", "crlf": "\r\n"})
+    url = build_url(BASE, "items", [("q", "a&b=c"), ("x y", "1/2?#"), ("crlf", "\r\n")])
     assert url == BASE + "items?q=a%26b%3Dc&x%20y=1%2F2%3F%23&crlf=%0D%0A"
+
+
+def test_query_pairs_keep_their_order_and_repeats() -> None:
+    url = build_url(BASE, "items", [("tag", "b"), ("n", "1"), ("tag", "a")])
+    assert url == BASE + "items?tag=b&n=1&tag=a"
 
 
 def test_the_full_url_is_bounded() -> None:
     with pytest.raises(PathProblem, match="URL would have"):
-        build_url(BASE, "items", {"q": "x" * 2_100})
+        build_url(BASE, "items", [("q", "x" * 2_100)])
 
 
 @pytest.mark.parametrize(
@@ -166,8 +173,9 @@ def test_methods_are_limited_to_the_allowed_ones() -> None:
 def test_get_and_head_refuse_a_body() -> None:
     args = model(allowed_methods=["GET", "HEAD", "POST"])
     for method in ("GET", "HEAD"):
-        with pytest.raises(ValidationError, match="no body"):
-            args.model_validate({"method": method, "body": {"a": 1}})
+        for body in ({"a": 1}, '{"a": 1}'):
+            with pytest.raises(ValidationError, match="no body"):
+                args.model_validate({"method": method, "body": body})
     assert args.model_validate({"method": "GET", "body": None}).body is None
     assert args.model_validate({"method": "POST", "body": [1, "x"]}).body == [1, "x"]
 
@@ -175,9 +183,10 @@ def test_get_and_head_refuse_a_body() -> None:
 def test_the_body_is_bounded_by_max_request_bytes() -> None:
     args = model(allowed_methods=["POST"], max_request_bytes=16)
     assert encode_body("é" * 7) == ('"' + "é" * 7 + '"').encode()  # compact UTF-8: 16 bytes
-    args.model_validate({"method": "POST", "body": "é" * 7})
+    # The bound is on the bytes sent, not on the JSON text given: escapes and spaces are free.
+    args.model_validate({"method": "POST", "body": json.dumps("é" * 7, indent=4)})
     with pytest.raises(ValidationError, match="17 bytes as JSON; the limit is 16"):
-        args.model_validate({"method": "POST", "body": "é" * 7 + "x"})
+        args.model_validate({"method": "POST", "body": json.dumps("é" * 7 + "x")})
     deep: Any = 1
     for _ in range(100):
         deep = [deep]
@@ -185,14 +194,49 @@ def test_the_body_is_bounded_by_max_request_bytes() -> None:
         model(allowed_methods=["POST"]).model_validate({"method": "POST", "body": deep})
 
 
-def test_query_is_a_string_map() -> None:
+def test_query_is_a_list_of_string_pairs() -> None:
     args = model()
-    with pytest.raises(ValidationError):
-        args.model_validate({"query": {"limit": 10}})
-    with pytest.raises(ValidationError, match="empty"):
-        args.model_validate({"query": {"": "x"}})
-    with pytest.raises(ValidationError, match="parameters"):
-        args.model_validate({"query": {str(i): "x" for i in range(MAX_QUERY_PARAMS + 1)}})
+    pairs = [
+        {"name": "tag", "value": "b"},
+        {"name": "n", "value": "1"},
+        {"name": "tag", "value": "a"},
+    ]
+    given = args.model_validate({"query": pairs})
+    assert given.query_pairs == [("tag", "b"), ("n", "1"), ("tag", "a")]
+    assert given.model_dump(mode="json")["query"] == pairs
+    # A JSON object of names to values (the spec's form) is the same query, in its order.
+    assert args.model_validate({"query": {"tag": "b", "n": "1"}}).model_dump(mode="json") == (
+        args.model_validate({"query": pairs[:2]}).model_dump(mode="json")
+    )
+    assert args.model_validate({"query": None}).query_pairs == []
+    for bad, where in [
+        ({"limit": 10}, ("query", 0, "value")),
+        ([{"name": "limit", "value": 10}], ("query", 0, "value")),
+        ({"": "x"}, ("query", 0, "name")),
+        ([{"name": "", "value": "x"}], ("query", 0, "name")),
+        ([{"name": "a"}], ("query", 0, "value")),
+        ([{"name": "a", "value": "x", "extra": 1}], ("query", 0, "extra")),
+        ([["a", "x"]], ("query", 0)),
+        ({str(i): "x" for i in range(MAX_QUERY_PARAMS + 1)}, ("query",)),
+    ]:
+        with pytest.raises(ValidationError) as caught:
+            args.model_validate({"query": bad})
+        assert [err["loc"] for err in caught.value.errors()] == [where], bad
+
+
+def test_the_body_is_json_text() -> None:
+    args = model(allowed_methods=["POST"])
+    for text, body in [('{"a": [1, null]}', {"a": [1, None]}), ('"hi"', "hi"), ("7", 7)]:
+        given = args.model_validate({"method": "POST", "body": text})
+        assert given.body == body
+        # What the plan records validates again to the same body.
+        assert args.model_validate(given.model_dump(mode="json")).body == body
+    assert args.model_validate({"method": "POST", "body": {"a": 1}}).body == {"a": 1}
+    assert args.model_validate({"method": "POST", "body": "null"}).body is None
+    for text, problem in [("hi", "is not JSON text"), ("[NaN]", "NaN is not JSON")]:
+        with pytest.raises(ValidationError, match=re.escape(problem)) as caught:
+            args.model_validate({"method": "POST", "body": text})
+        assert [err["loc"] for err in caught.value.errors()] == [("body",)]
 
 
 def test_capabilities_follow_the_method() -> None:

@@ -64,7 +64,8 @@ async def test_items_and_slash_items_both_address_the_base_path() -> None:
         config = settings(api)
         tools = HttpTools(config, environ={})
         for path in ("items", "/items"):
-            result = await execute(tools, args(config, path=path, query={"q": "a&b", "n": "10"}))
+            query = [{"name": "q", "value": "a&b"}, {"name": "n", "value": "10"}]
+            result = await execute(tools, args(config, path=path, query=query))
             assert result.status_code == 200
             assert result.url == f"{api.origin}/api/v1/items?q=a%26b&n=10"
         assert [r.target for r in api.requests] == ["/api/v1/items?q=a%26b&n=10"] * 2
@@ -143,7 +144,7 @@ async def test_writes_carry_the_idempotency_key_and_the_exact_json_body() -> Non
         config = settings(api, idempotency_header="Idempotency-Key")
         tools = HttpTools(config, environ={})
         created = await execute(
-            tools, args(config, method="POST", path="items", body={"name": "é", "n": [1, 2]})
+            tools, args(config, method="POST", path="items", body='{"name": "é", "n": [1, 2]}')
         )
         await execute(tools, args(config, path="items"))
         await execute(tools, args(config, method="DELETE", path="items"))
@@ -163,16 +164,17 @@ async def test_the_preview_shows_method_url_query_and_body_exactly() -> None:
     with recording_api() as api:
         config = settings(api, idempotency_header="Idempotency-Key")
         tools = HttpTools(config, environ={})
-        request = args(config, method="PUT", path="/items/7", query={"v": "2"}, body={"a": None})
+        query = [{"name": "v", "value": "2"}, {"name": "v", "value": "1"}]
+        request = args(config, method="PUT", path="/items/7", query=query, body={"a": None})
         prepared: Prepared = await run_tool(tools._prepare, request, call_context())
         assert api.requests == []
     (preview,) = prepared.preview
-    url = f"{api.origin}/api/v1/items/7?v=2"
+    url = f"{api.origin}/api/v1/items/7?v=2&v=1"
     assert preview.kind == "http_request"
     assert preview.title == f"PUT {url}"
     assert preview.text == '{"a":null}'
     assert preview.data is not None
-    assert preview.data["query"] == {"v": "2"}
+    assert preview.data["query"] == [{"name": "v", "value": "2"}, {"name": "v", "value": "1"}]
     assert preview.data["header_names"] == ["Content-Type", "Idempotency-Key", "User-Agent"]
     assert prepared.precondition == {
         "method": "PUT",

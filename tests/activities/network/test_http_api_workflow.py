@@ -63,7 +63,10 @@ async def test_a_get_runs_at_once(client: Client, task_queue: str, secret: str) 
     with recording_api(ROUTES) as api:
         async with running_worker(client, http_config(task_queue, api)):
             handle = await start_call(
-                client, task_queue, "shop_api", {"path": "/items", "query": {"limit": "1"}}
+                client,
+                task_queue,
+                "shop_api",
+                {"path": "/items", "query": [{"name": "limit", "value": "1"}]},
             )
             result = await asyncio.wait_for(handle.result(), 30)
             history = await history_text(handle)
@@ -82,7 +85,7 @@ async def test_a_get_runs_at_once(client: Client, task_queue: str, secret: str) 
 async def test_a_post_waits_for_an_approval_of_the_exact_request(
     client: Client, task_queue: str, secret: str
 ) -> None:
-    body = {"sku": "A-1", "qty": 2}
+    body = '{"sku": "A-1", "qty": 2}'  # JSON text, as a model sends it
     with recording_api(ROUTES) as api:
         async with running_worker(client, http_config(task_queue, api)):
             handle = await start_call(
@@ -121,7 +124,7 @@ async def test_a_post_waits_for_an_approval_of_the_exact_request(
 async def test_a_body_of_the_full_megabyte_goes_through_an_approval(
     client: Client, task_queue: str, secret: str
 ) -> None:
-    body = "x" * (1_048_576 - 2)  # the JSON string, quotes included, is exactly 1 MiB
+    body = json.dumps("x" * (1_048_576 - 2))  # the JSON string, quotes included, is 1 MiB
     with recording_api(ROUTES) as api:
         async with running_worker(client, http_config(task_queue, api)):
             handle = await start_call(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -10,7 +11,8 @@ from activities.capabilities import default_ceiling
 from activities.catalog import Catalog, CatalogSettings
 from activities.network import SEARCH_TOOLS
 from activities.network.search import WebSearchArgs, WebSearchResult, WebSearchTools
-from workflows.models import ErrorCode, PlanInput, SideEffect, ToolError
+from worker.config import build_catalog, parse_config
+from workflows.models import ErrorCode, PlanInput, PlanOutcome, SideEffect, ToolError
 
 CATALOG = Catalog(SEARCH_TOOLS, CatalogSettings(enabled=["web_search"]))
 
@@ -110,3 +112,58 @@ def test_wikipedia_refuses_freshness_with_a_reason() -> None:
     assert 'engine "wikipedia" supports only "any"' in error.message
     assert plan(query="q", engine="wikipedia", freshness="any")["engine"] == "wikipedia"
     assert plan(query="q", engine="duckduckgo", freshness="year")["freshness"] == "year"
+
+
+def deployment(**web_search: Any) -> Catalog:
+    """The catalog of a deployment enabling ``web_search`` with these ``[web_search]`` keys."""
+    return build_catalog(parse_config({"tools": ["web_search"], "web_search": web_search}))
+
+
+def deployment_plan(catalog: Catalog, **arguments: Any) -> PlanOutcome:
+    return catalog.plan(
+        PlanInput(tool="web_search", arguments=arguments), default_ceiling(), frozenset()
+    )
+
+
+def test_the_schema_offers_only_the_configured_engines_and_defaults_to_the_first() -> None:
+    catalog = deployment(engines=["wikipedia", "duckduckgo"])
+    (definition,) = catalog.definitions()
+    engine = definition["input_schema"]["properties"]["engine"]
+    assert engine["anyOf"][0] == {"type": "string", "enum": ["wikipedia", "duckduckgo"]}
+    assert 'null means the default, "wikipedia"' in engine["description"]
+    # A deployment without Brave never advertises it, in any part of the definition.
+    assert "brave" not in json.dumps(definition).lower()
+    assert "one explicitly chosen engine: wikipedia (the default;" in definition["description"]
+    planned = deployment_plan(catalog, query="q").plan
+    assert planned is not None
+    assert planned.arguments["engine"] == "wikipedia"
+    refused = deployment_plan(catalog, query="q", engine="brave").error
+    assert refused is not None
+    assert (refused.code, refused.fixable_args) == (ErrorCode.INVALID_ARGUMENTS, ["engine"])
+    assert "'wikipedia' or 'duckduckgo'" in refused.message
+
+
+def test_one_engine_is_the_only_choice_and_the_description_names_no_other() -> None:
+    catalog = deployment(engines=["duckduckgo"])
+    (definition,) = catalog.definitions()
+    properties = definition["input_schema"]["properties"]
+    assert properties["engine"]["anyOf"][0] == {"type": "string", "const": "duckduckgo"}
+    text = json.dumps(definition).lower()
+    assert "brave" not in text
+    assert "wikipedia" not in text
+    assert "falls back" not in definition["description"]
+    assert definition["description"].startswith("Search the web with duckduckgo (keyless")
+    planned = deployment_plan(catalog, query="q", freshness="day").plan
+    assert planned is not None
+    assert (planned.arguments["engine"], planned.arguments["freshness"]) == ("duckduckgo", "day")
+
+
+def test_the_default_deployment_offers_every_engine_brave_first() -> None:
+    catalog = deployment()
+    (definition,) = catalog.definitions()
+    engine = definition["input_schema"]["properties"]["engine"]
+    assert engine["anyOf"][0]["enum"] == ["brave", "duckduckgo", "wikipedia"]
+    assert definition == CATALOG.definitions()[0]
+    assert deployment(engines=["brave", "duckduckgo", "wikipedia"]).get("web_search") == (
+        CATALOG.get("web_search")
+    )

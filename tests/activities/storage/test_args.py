@@ -106,13 +106,13 @@ def test_the_depth_cap_is_exact() -> None:
 
 def test_values_over_the_absolute_ceiling_are_rejected_at_plan() -> None:
     fits = "x" * (MAX_VALUE_BYTES_CEILING - 2)
-    assert SetValueArgs(key="k", value=fits).value == fits
-    code, message, fixable = plan_error("set_value", {"key": "k", "value": fits + "x"})
+    assert SetValueArgs(key="k", value=json.dumps(fits)).value == fits
+    code, message, fixable = plan_error("set_value", {"key": "k", "value": json.dumps(fits + "x")})
     assert (code, fixable) == (ErrorCode.INVALID_ARGUMENTS, ["value"])
     assert f"{MAX_VALUE_BYTES_CEILING + 1} bytes; the limit is {MAX_VALUE_BYTES_CEILING}" in message
-    # Size counts UTF-8 bytes of the compact JSON, not characters.
+    # Size counts UTF-8 bytes of the compact JSON, not characters (nor the text's escapes).
     with pytest.raises(ValidationError, match="bytes"):
-        SetValueArgs(key="k", value="é" * (MAX_VALUE_BYTES_CEILING // 2))
+        SetValueArgs(key="k", value=json.dumps("é" * (MAX_VALUE_BYTES_CEILING // 2)))
 
 
 @pytest.mark.parametrize(
@@ -145,6 +145,85 @@ def test_list_limits() -> None:
 def test_schemas_are_strict() -> None:
     schema = strict_schema(SetValueArgs)
     assert schema["required"] == ["key", "value"]
-    assert schema["properties"]["key"]["maxLength"] == 256
+    # The strict subset has no string lengths: the description says it, the plan checks it.
+    assert schema["properties"]["key"] == {
+        "type": "string",
+        "description": "Nonblank key of at most 256 characters, used literally.",
+    }
     listing = strict_schema(ListKeysArgs)["properties"]["limit"]
     assert {"maximum": 1000, "minimum": 1}.items() <= listing["anyOf"][0].items()
+
+
+def plan(arguments: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    catalog = Catalog(STORAGE_TOOLS, CatalogSettings(enabled=["set_value"]))
+    outcome = catalog.plan(
+        PlanInput(tool="set_value", arguments=arguments), default_ceiling(), frozenset()
+    )
+    assert outcome.plan is not None, outcome.error
+    return outcome.plan.arguments, outcome.plan.digest
+
+
+def test_the_value_is_offered_as_json_text() -> None:
+    value = strict_schema(SetValueArgs)["properties"]["value"]
+    assert value["type"] == "string"
+    assert "JSON text" in value["description"]
+    (spec,) = [s for s in STORAGE_TOOLS if s.name == "set_value"]
+    assert "JSON text" in spec.description
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ('{"a": [1, 2.5, null]}', {"a": [1, 2.5, None]}),
+        ("[]", []),
+        ("42", 42),
+        ("true", True),
+        ("null", None),
+        ('"hi"', "hi"),
+        ('"42"', "42"),
+        ('  "\\u00e9"  ', "é"),
+    ],
+)
+def test_json_text_is_decoded_at_plan(text: str, value: Any) -> None:
+    assert SetValueArgs(key="k", value=text).value == value
+    arguments, digest = plan({"key": "k", "value": text})
+    # What the plan records validates again to the same value: a string as its JSON text, any
+    # other value as itself, so the activity's digest check sees the same arguments.
+    assert SetValueArgs.model_validate(arguments).value == value
+    assert arguments["value"] == (
+        json.dumps(value, ensure_ascii=False) if isinstance(value, str) else value
+    )
+    assert plan(arguments) == (arguments, digest)
+
+
+def test_an_already_decoded_value_is_accepted_as_it_is() -> None:
+    # Application code that sends the value itself (the spec's form) gets the same call as a
+    # model that sends its JSON text, digest and all; only a string must be JSON text.
+    assert plan({"key": "k", "value": {"a": 1}}) == plan({"key": "k", "value": '{"a":1}'})
+    assert plan({"key": "k", "value": [1, "x"]}) == plan({"key": "k", "value": '[1, "x"]'})
+    assert plan({"key": "k", "value": None}) == plan({"key": "k", "value": "null"})
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (
+            "hi",
+            "is not JSON text (Expecting value: line 1 column 1 (char 0)); "
+            'a string is given as JSON text too: "\\"text\\""',
+        ),
+        ("{'a': 1}", "is not JSON text (Expecting property name enclosed in double quotes"),
+        ("[1] [2]", "is not JSON text (Extra data"),
+        ("", "is not JSON text"),
+        ("[NaN]", "NaN is not JSON"),
+        ("-Infinity", "-Infinity is not JSON"),
+        ("[" * 100_000 + "]" * 100_000, "value nests deeper than 64 levels"),
+        (json.dumps(nested(MAX_VALUE_DEPTH + 1)), "value nests deeper than 64 levels"),
+        ('{"a": "\\ud800"}', "surrogate"),
+    ],
+)
+def test_text_that_is_not_json_data_is_the_models_to_fix(text: str, problem: str) -> None:
+    code, message, fixable = plan_error("set_value", {"key": "k", "value": text})
+    assert (code, fixable) == (ErrorCode.INVALID_ARGUMENTS, ["value"])
+    assert message.startswith("set_value: invalid arguments: value: ")
+    assert problem in message

@@ -57,8 +57,9 @@ def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeTools]:
 
 
 async def put(tools: StorageTools, key: str, value: Any, call: CallContext = CALL) -> Any:
+    """``set_value`` of ``value``, given as the JSON text a model sends."""
     return await ActivityEnvironment().run(
-        tools.set_value, SetValueArgs(key=key, value=value), call
+        tools.set_value, SetValueArgs(key=key, value=json.dumps(value)), call
     )
 
 
@@ -228,13 +229,13 @@ async def test_prepare_set_previews_the_value_it_replaces(make: MakeTools) -> No
 async def test_an_approved_write_is_bound_to_the_previewed_value(make: MakeTools) -> None:
     tools = make()
     await put(tools, "k", "old")
-    prepared = await tools.prepare_set_value(SetValueArgs(key="k", value="new"), CALL)
+    prepared = await tools.prepare_set_value(SetValueArgs(key="k", value='"new"'), CALL)
     await put(tools, "k", "meanwhile")
     error = await failure(put(tools, "k", "new", approved(prepared.precondition)))
     assert error.type == ErrorCode.PRECONDITION_FAILED
     assert "changed since it was approved" in error.message
     assert (await get(tools, "k")).value == "meanwhile"
-    again = await tools.prepare_set_value(SetValueArgs(key="k", value="new"), CALL)
+    again = await tools.prepare_set_value(SetValueArgs(key="k", value='"new"'), CALL)
     assert (await put(tools, "k", "new", approved(again.precondition))).created is False
     other = await failure(put(tools, "j", "new", approved(again.precondition)))
     assert other.type == ErrorCode.PRECONDITION_FAILED

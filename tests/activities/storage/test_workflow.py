@@ -7,6 +7,7 @@ preview showed. Parallel calls through two worker processes writing one file los
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -69,7 +70,11 @@ async def test_reads_run_at_once_and_writes_after_an_approval(
         assert missing.approval is None
         assert missing.output == {"key": "greeting", "found": False, "value": None}
         pending, stored = await approve(
-            client, task_queue, "set_value", {"key": "greeting", "value": {"text": "hi"}}
+            # As a model sends it: the value's JSON text.
+            client,
+            task_queue,
+            "set_value",
+            {"key": "greeting", "value": '{"text": "hi"}'},
         )
         assert pending.preview[0].title == "create 'greeting' in namespace 'tool-values'"
         assert stored.status is CallStatus.COMPLETED
@@ -113,7 +118,7 @@ async def test_an_approved_write_fails_if_the_value_changed_after_the_preview(
 ) -> None:
     path = tmp_path / "kv.db"
     async with running_worker(client, storage_config(task_queue, path)):
-        handle = await start_call(client, task_queue, "set_value", {"key": "k", "value": "new"})
+        handle = await start_call(client, task_queue, "set_value", {"key": "k", "value": '"new"'})
         pending = await pending_approval(handle)
         other = SQLiteStorage(path)
         other.put("k", '"meanwhile"', Quota(max_keys=10, max_store_bytes=1000))
@@ -131,7 +136,9 @@ async def test_a_value_over_the_limit_fails_before_anyone_is_asked(
 ) -> None:
     config = storage_config(task_queue, tmp_path / "kv.db", storage={"max_value_bytes": 50})
     async with running_worker(client, config):
-        result = await run_call(client, task_queue, "set_value", {"key": "k", "value": "x" * 60})
+        result = await run_call(
+            client, task_queue, "set_value", {"key": "k", "value": json.dumps("x" * 60)}
+        )
     assert result.status is CallStatus.FAILED
     assert result.approval is None
     assert result.error is not None
