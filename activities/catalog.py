@@ -28,6 +28,7 @@ from activities.capabilities import CAPABILITIES
 from activities.errors import invalid_arguments, oversized_arguments, uncanonical_arguments
 from activities.schema import strict_schema
 from workflows import policy
+from workflows.approvers import ApproversSettings, resolve as approvers_for
 from workflows.models import (
     ActivityPlan,
     CallPlan,
@@ -215,7 +216,12 @@ class Catalog:
         )
 
     def plan(
-        self, request: PlanInput, ceiling: CapabilityPolicy, local_tools: frozenset[str]
+        self,
+        request: PlanInput,
+        ceiling: CapabilityPolicy,
+        local_tools: frozenset[str],
+        approvers: ApproversSettings | None = None,
+        webhooks: Sequence[str] = (),
     ) -> PlanOutcome:
         """Validate a call and fix everything about it that replay must not recompute."""
         spec = self._specs.get(request.tool)
@@ -279,6 +285,8 @@ class Catalog:
                 question_timeout=self.settings.question_timeout
                 if spec.implementation is None
                 else None,
+                approval_rule=approvers_for(approvers, spec.name, capabilities),
+                webhooks=list(webhooks),
             )
         )
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -30,6 +30,7 @@ from activities.capabilities import default_ceiling
 from activities.catalog import MAX_PAYLOAD_BYTES, Catalog, ToolSpec, call_digest
 from activities.errors import invalid_arguments, tool_error
 from workflows import policy
+from workflows.approvers import ApproversSettings
 from workflows.models import (
     PLAN_ACTIVITY,
     WORKFLOW_NAME,
@@ -61,9 +62,15 @@ class ToolRuntime:
         ceiling: CapabilityPolicy | None = None,
         *,
         instances: Mapping[type, object] | None = None,
+        approvers: ApproversSettings | None = None,
+        webhooks: Sequence[str] = (),
     ) -> None:
+        """``approvers`` and ``webhooks`` (names) go into every plan: who may decide a call, and
+        whom to tell that it waits."""
         self.catalog = catalog
         self.ceiling = ceiling or default_ceiling()
+        self.approvers = approvers
+        self.webhooks = tuple(webhooks)
         self._instances: dict[type, object] = dict(instances or {})
 
     def _instance(self, spec: ToolSpec) -> object:
@@ -78,7 +85,7 @@ class ToolRuntime:
 
         @activity.defn(name=PLAN_ACTIVITY)
         async def plan(input: PlanInput) -> PlanOutcome:
-            return self.catalog.plan(input, self.ceiling, local)
+            return self.catalog.plan(input, self.ceiling, local, self.approvers, self.webhooks)
 
         return [plan]
 

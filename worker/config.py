@@ -31,7 +31,9 @@ from activities.catalog import (
 )
 from activities.families import BUILTIN_FAMILIES
 from activities.family import AnyFamily, Deployment, Family, FamilySettings, needs
+from activities.notifications import NotificationsSettings
 from workflows import policy
+from workflows.approvers import ApproversSettings
 from workflows.models import DEFAULT_TASK_QUEUE, CapabilityPolicy, Effect
 
 CONFIG_ENV = "TOOLCALLS_CONFIG"
@@ -157,6 +159,9 @@ class BaseConfig(_Section):
     temporal: TemporalSection = Field(default_factory=TemporalSection)
     worker: WorkerSection = Field(default_factory=WorkerSection)
     ceiling: CeilingSection | None = None
+    approvers: ApproversSettings | None = None
+    """Who may approve what; without the section anyone may decide, as one approver."""
+    notifications: NotificationsSettings = Field(default_factory=NotificationsSettings)
     activities: ActivitiesSection = Field(default_factory=ActivitiesSection)
     dev: DevSection = Field(default_factory=DevSection)
 
@@ -311,6 +316,12 @@ def build_catalog(
             for name in config.ceiling.tools
             if name not in known
         ]
+    if config.approvers is not None:
+        problems += [
+            f"approvers.rules.{key}: matches no capability or tool"
+            for key in config.approvers.rules
+            if not _matches_something(key, known)
+        ]
     problems += config_problems(config, families)
     if problems:
         raise ConfigError(f"{source}: " + "; ".join(problems))
@@ -318,6 +329,15 @@ def build_catalog(
         return Catalog(specs, config.catalog_settings())
     except CatalogError as exc:
         raise ConfigError(f"{source}: {exc}") from None
+
+
+def _matches_something(key: str, tools: Sequence[str]) -> bool:
+    """An ``[approvers.rules]`` key names a tool, a capability or a ``family.*`` prefix."""
+    if "." not in key:
+        return key in tools
+    if key.endswith(".*"):
+        return any(cap.startswith(key[:-1]) for cap in CAPABILITIES)
+    return key in CAPABILITIES
 
 
 def parse_config(data: Mapping[str, object], source: str = "configuration") -> Config:

@@ -21,9 +21,12 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from activities.catalog import Catalog
 from activities.families import BUILTIN_FAMILIES
 from activities.family import AnyFamily, Resources
+from activities.grants import GrantFinder
+from activities.notifications import Notifier
 from activities.runtime import ToolRuntime
 from worker.config import Config, ConfigError, build_catalog
 from workflows.client import pydantic_converter, with_pydantic_converter
+from workflows.grants import GrantWorkflow
 from workflows.tool_call import ToolCallWorkflow
 
 PLUGIN_NAME = "toolcalls.ToolCallsPlugin"
@@ -130,9 +133,12 @@ class ToolCallsPlugin(SimplePlugin):
         # converter could not decode a single toolcalls payload.
         config["client"] = with_pydantic_converter(config["client"])
         served = self.served(config["task_queue"])
+        deployment = served.config
         runtime = ToolRuntime(
             served.catalog,
-            served.config.ceiling_policy(),
+            deployment.ceiling_policy(),
+            approvers=deployment.approvers,
+            webhooks=[webhook.name for webhook in deployment.notifications.webhooks],
             instances={
                 **build_instances(
                     served.config,
@@ -149,17 +155,23 @@ class ToolCallsPlugin(SimplePlugin):
         if served.plan:
             local = [name for name in runtime.pure_tools() if name in served.tools]
             activities += runtime.workflow_activities(local if served.workflows else ())
-        config["activities"] = [*config.get("activities", ()), *activities]
         if served.workflows:
-            config["workflows"] = [*config.get("workflows", ()), ToolCallWorkflow]
+            # The workflow's own helpers: the standing-grant lookup and the notifications.
+            client = config["client"]
+            activities += GrantFinder(client).activities()
+            activities += Notifier(
+                deployment.notifications, namespace=client.namespace, environ=self._environ
+            ).activities()
+            config["workflows"] = [*config.get("workflows", ()), ToolCallWorkflow, GrantWorkflow]
             config["workflow_runner"] = self._runner(
                 config.get("workflow_runner"), isolate=served.config.worker.isolate_workflows
             )
+        config["activities"] = [*config.get("activities", ()), *activities]
         return config
 
     def configure_replayer(self, config: ReplayerConfig) -> ReplayerConfig:
         config = super().configure_replayer(config)
-        config["workflows"] = [*config.get("workflows", ()), ToolCallWorkflow]
+        config["workflows"] = [*config.get("workflows", ()), ToolCallWorkflow, GrantWorkflow]
         # Replay checks determinism, so it always re-imports the workflow code in the sandbox.
         config["workflow_runner"] = self._runner(config.get("workflow_runner"), isolate=True)
         return config

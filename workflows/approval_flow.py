@@ -72,10 +72,11 @@ class ApprovalFlow(CallBase):
     """Everything ``ToolCallWorkflow`` does between "this needs a human" and "approved"."""
 
     def _init_approvals(self) -> None:
-        self._edit_queue: list[tuple[DecisionInput, str]] = []
+        self._edit_queue: list[tuple[DecisionInput, str, int]] = []
         """Approvals with edited arguments, waiting for the main loop to plan them again."""
-        self._edit_results: dict[str, ApprovalRecord | str] = {}
-        """Each processed edit's outcome by its request id: the new record, or why refused."""
+        self._edit_results: dict[int, ApprovalRecord | str] = {}
+        """Each processed edit's outcome by its number: the new record, or why refused."""
+        self._edits_sent = 0
         self._grant_queue: list[tuple[ApprovalRecord, DecisionInput]] = []
         self._notifications: list[asyncio.Task[None]] = []
 
@@ -232,9 +233,9 @@ class ApprovalFlow(CallBase):
         if problem:
             raise ApplicationError(problem, type="rejected", non_retryable=True)
         if decision.arguments is not None:
-            self._edit_queue.append((decision, "update"))
-            await workflow.wait_condition(lambda: decision.request_id in self._edit_results)
-            outcome = self._edit_results[decision.request_id]
+            number = self._queue_edit(decision, "update")
+            await workflow.wait_condition(lambda: number in self._edit_results)
+            outcome = self._edit_results.pop(number)
             if isinstance(outcome, str):
                 raise ApplicationError(
                     outcome,
@@ -278,7 +279,7 @@ class ApprovalFlow(CallBase):
             )
             return
         if decision.arguments is not None:
-            self._edit_queue.append((decision, "signal"))
+            self._queue_edit(decision, "signal")
             return
         self._accept(decision, approved, "signal")
 
@@ -316,7 +317,15 @@ class ApprovalFlow(CallBase):
 
     # Edits ----------------------------------------------------------------------------------
 
-    async def _apply_edit(self, plan: CallPlan, decision: DecisionInput, via: str) -> CallPlan:
+    def _queue_edit(self, decision: DecisionInput, via: str) -> int:
+        """Hand an edit to the main loop (planning needs an activity); its number."""
+        self._edits_sent += 1
+        self._edit_queue.append((decision, via, self._edits_sent))
+        return self._edits_sent
+
+    async def _apply_edit(
+        self, plan: CallPlan, decision: DecisionInput, via: str, number: int
+    ) -> CallPlan:
         """Plan and prepare the edited arguments; the approver's approval binds to them."""
         old = self._approvals
         assert old is not None
@@ -339,7 +348,7 @@ class ApprovalFlow(CallBase):
                     f"({', '.join(edited.capabilities) or 'no capabilities'})"
                 )
         if refusal is not None or edited is None:
-            self._edit_results[decision.request_id] = refusal or "refused"
+            self._edit_results[number] = refusal or "refused"
             self._event(EventKind.EDIT_REFUSED, f"by {decision.approver}: {refusal}")
             return plan
         self._edits.append(
@@ -371,7 +380,7 @@ class ApprovalFlow(CallBase):
                 "arguments": None,
             }
         )
-        self._edit_results[decision.request_id] = self._accept(bound, True, via)
+        self._edit_results[number] = self._accept(bound, True, via)
         return edited
 
     # Grants ---------------------------------------------------------------------------------

@@ -38,6 +38,8 @@ from temporalio.converter import DataConverter
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from workflows.grant_client import list_grants, revoke_grant
+from workflows.grants import Grant, Revocation
 from workflows.limits import PayloadTooLarge, check_payload, check_request
 from workflows.models import (
     DEFAULT_TASK_QUEUE,
@@ -51,6 +53,7 @@ from workflows.models import (
     ApprovalRequest,
     CallState,
     DecisionInput,
+    GrantTerms,
     Phase,
     ToolCallRequest,
     ToolCallResult,
@@ -368,31 +371,50 @@ class ToolCallClient:
         return Outcome(Delivery.ACCEPTED, record=record)
 
     async def approve(
-        self, workflow_id: str, *, approver: str = "", reason: str | None = None
+        self,
+        workflow_id: str,
+        *,
+        approver: str = "",
+        reason: str | None = None,
+        arguments: dict[str, Any] | None = None,
+        remember: GrantTerms | None = None,
     ) -> Outcome:
-        """Approve the call's pending request, found in its memo."""
-        return await self._decide_pending(workflow_id, True, approver, reason)
+        """Approve the call's pending request, found in its memo; with ``arguments``, approve
+        the call with those arguments instead (it is planned and previewed again); with
+        ``remember``, also grant the approval to later calls."""
+        pending = await self.pending_approval(workflow_id)
+        decision = ApprovalDecision(
+            request_id=pending.request_id,
+            digest=pending.digest,
+            approved=True,
+            approver=approver,
+            reason=reason,
+            arguments=arguments,
+            remember=remember,
+        )
+        return await self.decide(workflow_id, decision)
 
     async def deny(
         self, workflow_id: str, *, approver: str = "", reason: str | None = None
     ) -> Outcome:
         """Deny the call's pending request, found in its memo."""
-        return await self._decide_pending(workflow_id, False, approver, reason)
-
-    async def _decide_pending(
-        self, workflow_id: str, approved: bool, approver: str, reason: str | None
-    ) -> Outcome:
         pending = await self.pending_approval(workflow_id)
-        return await self.decide(
-            workflow_id,
-            ApprovalDecision(
-                request_id=pending.request_id,
-                digest=pending.digest,
-                approved=approved,
-                approver=approver,
-                reason=reason,
-            ),
+        decision = ApprovalDecision(
+            request_id=pending.request_id,
+            digest=pending.digest,
+            approved=False,
+            approver=approver,
+            reason=reason,
         )
+        return await self.decide(workflow_id, decision)
+
+    async def grants(self, *, tool: str | None = None) -> list[Grant]:
+        """The standing grants in force (from visibility: no worker needed)."""
+        return await list_grants(self.client, tool=tool)
+
+    async def revoke_grant(self, grant_id: str, *, by: str = "", reason: str | None = None) -> None:
+        """End a standing grant now; later calls it would have approved ask a human again."""
+        await revoke_grant(self.client, grant_id, Revocation(by=by, reason=reason))
 
     async def pending_approval(self, workflow_id: str) -> ApprovalRequest:
         """The call's pending approval request, or ``NoPendingRequest``."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Literal
 
 from pydantic import Field
 
@@ -51,6 +52,19 @@ class WriteResult(ToolResult):
     token: str
     idempotency_key: str
     approved_by: str | None
+
+
+class MethodArgs(ToolArgs):
+    method: Literal["GET", "POST"]
+
+
+class MethodResult(ToolResult):
+    method: str
+
+
+def method_capabilities(args: MethodArgs) -> tuple[str, ...]:
+    """Like an HTTP tool: reading for GET, writing for POST."""
+    return ("network.read",) if args.method == "GET" else ("network.write",)
 
 
 class ProbeTools:
@@ -118,6 +132,10 @@ class ProbeTools:
         await asyncio.sleep(args.seconds)
         return SleepResult(ticks=round(args.seconds * 10))
 
+    async def probe_method(self, args: MethodArgs, call: CallContext) -> MethodResult:
+        self._count("probe_method")
+        return MethodResult(method=args.method)
+
     async def prepare_probe_write(self, args: WriteArgs, call: CallContext) -> Prepared:
         if self.prepare_delay:
             await asyncio.sleep(self.prepare_delay)
@@ -164,6 +182,16 @@ def _spec(
 
 
 PROBE_TOOLS = (
+    ToolSpec(
+        name="probe_method",
+        description="test probe probe_method",
+        arguments=MethodArgs,
+        result=MethodResult,
+        side_effect=SideEffect.WRITE,
+        capabilities=method_capabilities,
+        timeouts=Timeouts(start_to_close=timedelta(seconds=5)),
+        implementation=ProbeTools,
+    ),
     _spec("probe_fail", FailArgs, EchoResult, SideEffect.READ, ("network.read",), 5),
     _spec("probe_nap", SleepArgs, SleepResult, SideEffect.READ, ("network.read",), 8),
     _spec("probe_sleep", SleepArgs, SleepResult, SideEffect.WRITE, ("process.execute",), 60, 2),

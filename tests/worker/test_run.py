@@ -24,6 +24,7 @@ from tests.worker.support import free_port
 from worker.config import Config, parse_config
 from worker.devserver import temporal_binary
 from worker.run import StartupError, build_worker, ensure_search_attributes, serve
+from workflows.grants import GrantWorkflow
 from workflows.models import (
     PLAN_ACTIVITY,
     SEARCH_ATTRIBUTES,
@@ -59,10 +60,10 @@ async def custom_attributes(client: Client) -> dict[str, int]:
     return dict(listed.custom_attributes)
 
 
-async def test_registers_the_three_attributes_once(plain_env: WorkflowEnvironment) -> None:
+async def test_registers_the_attributes_once(plain_env: WorkflowEnvironment) -> None:
     client = plain_env.client
     names = {key.name for key in SEARCH_ATTRIBUTES}
-    assert names == {"ToolCallStatus", "ToolName", "ToolCapabilities"}
+    assert names == {"ToolCallStatus", "ToolName", "ToolCapabilities", "ToolCallGrantScope"}
     assert not names & set(await custom_attributes(client))
 
     added = await ensure_search_attributes(client)
@@ -71,6 +72,7 @@ async def test_registers_the_three_attributes_once(plain_env: WorkflowEnvironmen
     assert registered["ToolCallStatus"] == IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
     assert registered["ToolName"] == IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
     assert registered["ToolCapabilities"] == IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST
+    assert registered["ToolCallGrantScope"] == IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
 
     assert await ensure_search_attributes(client) == []
     assert await custom_attributes(client) == registered
@@ -272,4 +274,4 @@ async def test_worker_options_come_from_the_config(client: Client, task_queue: s
     assert options.get("max_cached_workflows") == 0
     assert options.get("max_concurrent_activities") == 9
     assert options.get("graceful_shutdown_timeout") == timedelta(seconds=3)
-    assert list(options.get("workflows") or []) == [ToolCallWorkflow]
+    assert list(options.get("workflows") or []) == [ToolCallWorkflow, GrantWorkflow]

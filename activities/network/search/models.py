@@ -83,8 +83,7 @@ def _freshness_description(engines: Sequence[Engine]) -> str:
 
 
 class WebSearchArgs(ToolArgs):
-    """The arguments with every engine offered; ``web_search_args`` narrows them to a
-    deployment's engines."""
+    """Arguments of a web search: the query, the engine, the number of results, freshness."""
 
     query: Query = Field(
         description="What to search for: 1-400 characters, at most 50 words.",
