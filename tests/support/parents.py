@@ -5,6 +5,7 @@ Kept free of test-only imports: it runs in the workflow sandbox like application
 
 from __future__ import annotations
 
+import functools
 from datetime import timedelta
 
 from pydantic import BaseModel, Field
@@ -65,3 +66,27 @@ class OversizedParent:
         big = await tools.call("probe_echo", {"text": "x" * input.size}, call_id="big")
         small = await tools.call("probe_echo", {"text": "small"}, call_id="small")
         return [big, small]
+
+
+@workflow.defn
+class StepParent:
+    """Makes its calls one at a time, each after a ``proceed`` signal but the first."""
+
+    def __init__(self) -> None:
+        self._allowed = 1
+
+    @workflow.run
+    async def run(self, input: ParentInput) -> ParentOutput:
+        tools = ToolCalls(task_queue=input.task_queue)
+        results: list[ToolCallResult] = []
+        for index, batch in enumerate(input.batches):
+            await workflow.wait_condition(functools.partial(self._may, index))
+            results.append(await tools.call(batch[0]))
+        return ParentOutput(results=results, usage=tools.usage)
+
+    def _may(self, index: int) -> bool:
+        return index < self._allowed
+
+    @workflow.signal
+    def proceed(self) -> None:
+        self._allowed += 1
