@@ -22,6 +22,8 @@ from workflows.models import (
     MAX_REASON_CHARS,
     CapabilityPolicy,
     Effect,
+    GrantScope,
+    GrantTerms,
     ToolCallRequest,
 )
 
@@ -59,24 +61,59 @@ def default_approver() -> str:
         return ""
 
 
-def build_request(args: argparse.Namespace) -> ToolCallRequest:
-    """The request ``call`` starts, from its arguments; bad ones are usage errors."""
-    source, text = "ARGS_JSON", args.arguments
+def json_object(text: str, command: str, source: str = "ARGS_JSON") -> dict[str, Any]:
+    """Tool arguments given on the command line: a JSON object, or ``@FILE`` holding one."""
     if text.startswith("@"):
         # Arguments too long for a command line (a file's content, say) come from a file.
-        source = f"ARGS_JSON {text}"
+        source = f"{source} {text}"
         try:
             text = Path(text[1:]).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            raise CommandError(EXIT_USAGE, f"call: {source}: cannot read: {reason}") from None
+            raise CommandError(EXIT_USAGE, f"{command}: {source}: cannot read: {reason}") from None
     try:
         arguments = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CommandError(EXIT_USAGE, f"call: {source} is not valid JSON: {exc}") from None
+        raise CommandError(EXIT_USAGE, f"{command}: {source} is not valid JSON: {exc}") from None
     if not isinstance(arguments, dict):
         kind = type(arguments).__name__
-        raise CommandError(EXIT_USAGE, f"call: {source} must be a JSON object, not {kind}")
+        raise CommandError(EXIT_USAGE, f"{command}: {source} must be a JSON object, not {kind}")
+    return arguments
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration(value: str) -> timedelta:
+    """``--remember``: a positive duration, ``90``, ``90s``, ``30m``, ``8h`` or ``7d``."""
+    text = value.strip().lower()
+    unit = _UNITS.get(text[-1:], 0)
+    try:
+        seconds = float(text[:-1] if unit else text) * (unit or 1)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a duration such as 90s, 30m or 8h")
+    return timedelta(seconds=seconds)
+
+
+def decision_extras(args: argparse.Namespace) -> dict[str, Any]:
+    """``approve``'s ``--edit`` and ``--remember`` as keyword arguments of ``approve``."""
+    extras: dict[str, Any] = {}
+    if getattr(args, "edit", None) is not None:
+        extras["arguments"] = json_object(args.edit, args.command, "--edit")
+    if getattr(args, "remember", None) is not None:
+        extras["remember"] = GrantTerms(
+            duration=args.remember,
+            scope=args.scope or GrantScope.PARENT,
+            any_arguments=args.any_arguments,
+        )
+    return extras
+
+
+def build_request(args: argparse.Namespace) -> ToolCallRequest:
+    """The request ``call`` starts, from its arguments; bad ones are usage errors."""
+    arguments = json_object(args.arguments, "call")
     request_policy = parse_policy(args.policy) if args.policy is not None else None
     if args.require_approval:
         request_policy = requiring_approval(args.tool, request_policy)
@@ -136,4 +173,7 @@ def check_decision_args(args: argparse.Namespace) -> str | None:
         return f"--reason: at most {MAX_REASON_CHARS} characters"
     if args.command == "answer" and (args.text is None) == (not args.decline):
         return "give either TEXT or --decline"
+    terms = args.command == "approve" and (args.scope is not None or args.any_arguments)
+    if terms and args.remember is None:
+        return "--scope and --any-arguments go with --remember"
     return None

@@ -25,6 +25,7 @@ from worker.config import Config, ConfigError, load_config
 from worker.connect import Target, connect, resolve_target
 from worker.devserver import DevServer, DevServerError
 from worker.run import StartupError, serve, stop_on_signals
+from workflows.models import GrantScope
 
 DECISION_COMMANDS = ("approve", "deny", "answer")
 
@@ -110,6 +111,37 @@ def _call_parsers(commands_: argparse._SubParsersAction[_Parser]) -> None:
         decide.add_argument("workflow_id", metavar="WORKFLOW_ID")
         decide.add_argument("--by", metavar="NAME", help="who decides (default: your user name)")
         decide.add_argument("--reason", metavar="TEXT", help="why")
+    approve = commands_.choices["approve"]
+    approve.add_argument(
+        "--edit",
+        metavar="ARGS_JSON",
+        help="approve the call with these arguments instead (a JSON object, or @FILE)",
+    )
+    approve.add_argument(
+        "--remember",
+        metavar="DURATION",
+        type=arguments.duration,
+        help="also approve later calls of the tool for this long (90s, 30m, 8h, 7d)",
+    )
+    approve.add_argument(
+        "--scope",
+        choices=[scope.value for scope in GrantScope],
+        help="with --remember: the calls of the same parent workflow (default) or all",
+    )
+    approve.add_argument(
+        "--any-arguments",
+        action="store_true",
+        help="with --remember: also calls with other arguments (same capabilities)",
+    )
+    grants = commands_.add_parser("grants", help="list or revoke standing grants")
+    grant_commands = grants.add_subparsers(dest="grants_command", required=True)
+    grant_commands.add_parser("list", parents=both, help="list the grants in force").add_argument(
+        "--tool", metavar="TOOL", help="only this tool's"
+    )
+    revoke = grant_commands.add_parser("revoke", parents=both, help="end a grant now")
+    revoke.add_argument("grant_id", metavar="GRANT_ID")
+    revoke.add_argument("--by", metavar="NAME", help="who revokes (default: your user name)")
+    revoke.add_argument("--reason", metavar="TEXT", help="why")
     answer = commands_.add_parser("answer", parents=both, help="answer an ask_user call")
     answer.add_argument("workflow_id", metavar="WORKFLOW_ID")
     answer.add_argument("text", metavar="TEXT", nargs="?", help="the answer")
@@ -134,7 +166,7 @@ def _call_parsers(commands_: argparse._SubParsersAction[_Parser]) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``toolcalls`` console script."""
     args = _parser().parse_args(argv)
-    if args.command in DECISION_COMMANDS:
+    if args.command in DECISION_COMMANDS or getattr(args, "grants_command", None) == "revoke":
         problem = arguments.check_decision_args(args)
         if problem:
             _leave(EXIT_USAGE, f"toolcalls {args.command}: error: {problem}")

@@ -21,12 +21,20 @@ from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
 
-from worker.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, build_request
+from worker.arguments import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CommandError,
+    build_request,
+    decision_extras,
+)
 from worker.config import Config, build_catalog
 from worker.connect import connect, resolve_target
 from worker.render import (
     dumps,
     elapsed,
+    grants_table,
     pending_json,
     pending_table,
     result_reason,
@@ -88,7 +96,8 @@ async def run(config: Config, args: argparse.Namespace) -> int:
     # Arguments are checked before connecting: a typo is a usage error, whatever the server.
     request = build_request(args) if args.command == "call" else None
     calls = await connect_tools(config, args)
-    what = " ".join(filter(None, [args.command, getattr(args, "workflow_id", None)]))
+    subject = getattr(args, "workflow_id", None) or getattr(args, "grant_id", None)
+    what = " ".join(filter(None, [args.command, subject]))
     try:
         if request is not None:
             return await _call(calls, args, request)
@@ -100,12 +109,18 @@ async def run(config: Config, args: argparse.Namespace) -> int:
             view = await calls.status(args.workflow_id)
             _emit(args, {"workflow_id": args.workflow_id, **view_json(view)}, view_text(view))
             return EXIT_OK
+        if args.command == "grants":
+            return await _grants(calls, args)
         if args.command == "answer":
             text = None if args.decline else args.text
             outcome = await calls.answer(args.workflow_id, text, responder=args.by)
+        elif args.command == "approve":
+            extras = decision_extras(args)
+            outcome = await calls.approve(
+                args.workflow_id, approver=args.by, reason=args.reason, **extras
+            )
         else:
-            decide = calls.approve if args.command == "approve" else calls.deny
-            outcome = await decide(args.workflow_id, approver=args.by, reason=args.reason)
+            outcome = await calls.deny(args.workflow_id, approver=args.by, reason=args.reason)
         return _report(args, outcome)
     except NoPendingRequest as exc:
         raise CommandError(EXIT_FAILED, f"{args.command}: {exc}") from None
@@ -115,6 +130,17 @@ async def run(config: Config, args: argparse.Namespace) -> int:
         if exc.status is RPCStatusCode.NOT_FOUND:
             raise CommandError(EXIT_FAILED, f"{what}: {exc.message}") from None
         raise CommandError(EXIT_USAGE, f"{what}: {exc.message}") from None
+
+
+async def _grants(calls: ToolCallClient, args: argparse.Namespace) -> int:
+    """``grants list`` and ``grants revoke``."""
+    if args.grants_command == "revoke":
+        await calls.revoke_grant(args.grant_id, by=args.by, reason=args.reason)
+        _emit(args, {"grant_id": args.grant_id, "revoked": True}, f"revoked {args.grant_id}")
+        return EXIT_OK
+    grants = await calls.grants(tool=args.tool)
+    _emit(args, [grant.model_dump(mode="json") for grant in grants], grants_table(grants))
+    return EXIT_OK
 
 
 def list_tools(config: Config, args: argparse.Namespace) -> int:

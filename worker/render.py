@@ -13,6 +13,7 @@ from typing import Any
 
 from activities.catalog import Catalog
 from workflows.client import CallView, PendingCall
+from workflows.grants import Grant
 from workflows.models import (
     ApprovalRecord,
     ApprovalRequest,
@@ -165,17 +166,59 @@ def _waiting_for(call: PendingCall) -> str:
     return "approval" if call.approval is not None else "answer"
 
 
+def may_decide(pending: ApprovalRequest | None) -> str:
+    """Who may decide a pending approval, as the configuration names them."""
+    if pending is None or pending.approvers is None:
+        return "anyone"
+    who = ", ".join(pending.approvers_shown or pending.approvers) or "no one"
+    if pending.min_approvals > 1:
+        who += f" ({len(pending.approved_by)} of {pending.min_approvals} approved)"
+    return who
+
+
+def grants_table(grants: Sequence[Grant]) -> str:
+    """The ``grants list`` listing."""
+    if not grants:
+        return "no standing grants are in force"
+    header = ("GRANT ID", "TOOL", "SCOPE", "ARGUMENTS", "BY", "EXPIRES")
+    rows = [header] + [
+        (
+            grant.grant_id,
+            grant.tool,
+            grant.scope.value if grant.parent_id is None else f"parent {grant.parent_id}",
+            "any" if grant.digest is None else "the same",
+            grant.approver or "-",
+            when(grant.expires_at),
+        )
+        for grant in grants
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
+    return "\n".join(
+        "  ".join([*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[-1]])
+        for row in rows
+    )
+
+
 def pending_table(calls: Sequence[PendingCall]) -> str:
     """The ``pending`` listing: one call per row, aligned columns."""
     if not calls:
         return "no calls are waiting for an approval or an answer"
-    header = ("WORKFLOW ID", "TOOL", "CAPABILITIES", "WAITING FOR", "EXPIRES", "PREVIEW")
+    header = (
+        "WORKFLOW ID",
+        "TOOL",
+        "CAPABILITIES",
+        "WAITING FOR",
+        "WHO MAY DECIDE",
+        "EXPIRES",
+        "PREVIEW",
+    )
     rows = [header] + [
         (
             call.workflow_id,
             call.tool,
             ",".join(call.capabilities) or "-",
             _waiting_for(call),
+            may_decide(call.approval) if call.approval is not None else "-",
             when(call.expires_at),
             preview_line(call),
         )
@@ -196,6 +239,7 @@ def pending_json(call: PendingCall) -> dict[str, Any]:
         "capabilities": call.capabilities,
         "phase": call.phase.value,
         "waiting_for": _waiting_for(call),
+        "may_decide": may_decide(call.approval) if call.approval is not None else None,
         "request_id": waiting.request_id if waiting else None,
         "expires_at": call.expires_at.isoformat() if call.expires_at else None,
         "preview": preview_line(call, width=200),
@@ -213,6 +257,7 @@ def _approval_lines(pending: ApprovalRequest) -> list[str]:
             ("digest", pending.digest),
             ("capabilities", ", ".join(pending.capabilities) or "none"),
             ("reasons", "; ".join(pending.reasons)),
+            ("may decide", may_decide(pending)),
             ("requested", when(pending.requested_at)),
             ("expires", when(pending.expires_at)),
         ],

@@ -91,9 +91,9 @@ async def test_approve_across_a_worker_restart(
     first.kill()
     # No worker now: the list, the call and the decision all still work.
     cells = await pending_row(tmp_path, address, workflow_id)
-    assert cells[:4] == [workflow_id, "calculator", "-", "approval"]
-    assert about(cells[4], datetime.now(UTC) + timedelta(hours=24))
-    assert cells[5] == '{"expression": "6 * 7"}'
+    assert cells[:5] == [workflow_id, "calculator", "-", "approval", "anyone"]
+    assert about(cells[5], datetime.now(UTC) + timedelta(hours=24))
+    assert cells[6] == '{"expression": "6 * 7"}'
     shown = await command(tmp_path, address, "show", workflow_id)
     assert shown.code == 0, shown.stderr
     assert field(shown.stdout, "status") == "awaiting approval"
@@ -157,7 +157,7 @@ async def test_deny_ends_the_waiting_call_with_exit_1(
         assert listed["preview"] == "change: +t-deny"
         cells = await pending_row(tmp_path, address, workflow_id)
         assert cells[:4] == [workflow_id, "probe_write", "filesystem.write", "approval"]
-        assert cells[5] == "change: +t-deny"
+        assert cells[6] == "change: +t-deny"
         shown = await command(tmp_path, address, "show", workflow_id)
         assert field(shown.stdout, "source") == "the worker serving the call (status query)"
         assert re.search(r"^  \S+ \S+\s+approval_requested\s+filesystem.write", shown.stdout, re.M)
@@ -380,7 +380,7 @@ async def test_call_exit_codes_policies_and_json(
             "a call id runs one call, once"
         )
         assert (await pending_entry(tmp_path, address, never))["expires_at"] is None
-        assert (await pending_row(tmp_path, address, never))[4] == "never"
+        assert (await pending_row(tmp_path, address, never))[5] == "never"
         cleared = await command(tmp_path, address, "deny", never)
         assert cleared.code == 0, cleared.stderr
 

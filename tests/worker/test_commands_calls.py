@@ -117,7 +117,7 @@ async def test_pending_shows_the_lines_a_new_file_gets(
     preview = f"create_file {path}: +hello +world"
     assert listed["preview"] == preview
     assert cells[:4] == [workflow_id, "create_file", "filesystem.write", "approval"]
-    assert cells[5] == shorten(preview, PREVIEW_CHARS)
+    assert cells[6] == shorten(preview, PREVIEW_CHARS)
     assert (result.status, result.error.code if result.error else None) == (
         CallStatus.DENIED,
         ErrorCode.APPROVAL_DENIED,
