@@ -18,25 +18,33 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from tests.support.harness import Handle, make_config, running_worker, start_call, wait_for
+from tests.support.http_servers import serve, text
 from worker.devserver import temporal_binary
+from workflows.client import ToolCallClient
 from workflows.models import (
     SEARCH_ATTRIBUTES,
     ApprovalDecision,
+    ApprovalRequest,
     CapabilityPolicy,
     DecisionInput,
     Effect,
+    EventKind,
+    GrantScope,
+    GrantTerms,
     Phase,
     UserAnswer,
 )
 from workflows.tool_call import ToolCallWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
+PRIVATE = {"allow_private_address": True}
 
 Scenario = Callable[[Client, str], Awaitable[Handle]]
 CALCULATOR_NEEDS_APPROVAL = CapabilityPolicy(tools={"calculator": Effect.REQUIRE_APPROVAL})
@@ -147,6 +155,108 @@ async def uncertain(client: Client, queue: str) -> Handle:
     return await start_call(client, queue, "probe_stall", {"seconds": 5})
 
 
+async def _pending(handle: Handle) -> ApprovalRequest:
+    state = await wait_for(handle, lambda s: s.pending_approval is not None)
+    assert state.pending_approval is not None
+    return state.pending_approval
+
+
+def _decision(pending: ApprovalRequest, approver: str, **more: Any) -> ApprovalDecision:
+    return ApprovalDecision(
+        request_id=pending.request_id,
+        digest=pending.digest,
+        approved=True,
+        approver=approver,
+        **more,
+    )
+
+
+async def two_approvers(client: Client, queue: str) -> Handle:
+    handle = await start_call(client, queue, "probe_write", {"token": "two"})
+    pending = await _pending(handle)
+    await handle.execute_update(ToolCallWorkflow.decide, _decision(pending, "alice"))
+    await handle.signal(
+        ToolCallWorkflow.approve,
+        DecisionInput(request_id=pending.request_id, digest=pending.digest, approver="bob"),
+    )
+    return handle
+
+
+async def edited(client: Client, queue: str) -> Handle:
+    handle = await start_call(client, queue, "probe_write", {"token": "draft"})
+    pending = await _pending(handle)
+    edit = _decision(pending, "alice", arguments={"token": "final"})
+    await handle.execute_update(ToolCallWorkflow.decide, edit)
+    return handle
+
+
+async def escalated(client: Client, queue: str) -> Handle:
+    handle = await start_call(client, queue, "probe_write", {"token": "late"})
+    pending = await _pending(handle)
+    await wait_for(
+        handle, lambda s: s.pending_approval is not None and s.pending_approval.escalated
+    )
+    await handle.execute_update(ToolCallWorkflow.decide, _decision(pending, "carol"))
+    return handle
+
+
+async def granted(client: Client, queue: str) -> Handle:
+    first = await start_call(client, queue, "probe_write", {"token": "g"})
+    remember = GrantTerms(duration=timedelta(minutes=5), scope=GrantScope.DEPLOYMENT)
+    await first.execute_update(
+        ToolCallWorkflow.decide, _decision(await _pending(first), "alice", remember=remember)
+    )
+    result = await first.result()
+    assert result.approval is not None
+    grant_id = result.approval.grant_id
+    calls = ToolCallClient(client, task_queue=queue)
+    for _ in range(200):
+        if any(grant.grant_id == grant_id for grant in await calls.grants()):
+            break
+        await asyncio.sleep(0.1)
+    return await start_call(client, queue, "probe_write", {"token": "g"})
+
+
+async def notified(client: Client, queue: str) -> Handle:
+    handle = await start_call(client, queue, "probe_write", {"token": "n"})
+    pending = await _pending(handle)
+    await wait_for(handle, lambda s: any(e.kind is EventKind.NOTIFIED for e in s.events))
+    await handle.execute_update(ToolCallWorkflow.decide, _decision(pending, "alice"))
+    return handle
+
+
+APPROVERS = {
+    "groups": {"ops": ["alice", "bob"], "security": ["carol"]},
+    "max_grant_seconds": 3600,
+}
+SECTIONS: dict[str, dict[str, Any]] = {
+    "canceled": {"ceiling": {"default_effect": "allow"}},
+    "uncertain": {"ceiling": {"default_effect": "allow"}},
+    "two_approvers": {
+        "approvers": {
+            **APPROVERS,
+            "rules": {"filesystem.write": {"approvers": ["ops"], "min_approvals": 2}},
+        }
+    },
+    "edited": {"approvers": {**APPROVERS, "rules": {"filesystem.write": {"approvers": ["ops"]}}}},
+    "escalated": {
+        "approvers": {
+            **APPROVERS,
+            "rules": {
+                "filesystem.write": {
+                    "approvers": ["ops"],
+                    "remind_every_seconds": 0.5,
+                    "escalate_after_seconds": 1.2,
+                    "escalate_to": ["security"],
+                }
+            },
+        }
+    },
+    "granted": {"approvers": APPROVERS},
+}
+"""The configuration sections a scenario's worker runs with (``notified`` adds its webhook)."""
+
+
 SCENARIOS: dict[str, Scenario] = {
     "allowed": allowed,
     "allowed_activity": allowed_activity,
@@ -162,6 +272,11 @@ SCENARIOS: dict[str, Scenario] = {
     "invalid_arguments": invalid_arguments,
     "timed_out": timed_out,
     "uncertain": uncertain,
+    "two_approvers": two_approvers,
+    "edited": edited,
+    "escalated": escalated,
+    "granted": granted,
+    "notified": notified,
 }
 EXPECTED_STATUS = {
     "allowed": "completed",
@@ -178,6 +293,11 @@ EXPECTED_STATUS = {
     "invalid_arguments": "failed",
     "timed_out": "timed_out",
     "uncertain": "uncertain",
+    "two_approvers": "completed",
+    "edited": "completed",
+    "escalated": "completed",
+    "granted": "completed",
+    "notified": "completed",
 }
 """The status each recorded history ends with; the replay test checks the files against it."""
 
@@ -192,11 +312,14 @@ async def record(names: list[str]) -> None:
     try:
         for name in names:
             queue = f"record-{uuid.uuid4()}"
-            ceiling = {"default_effect": "allow"} if name in ("canceled", "uncertain") else None
-            sections = {"ceiling": ceiling} if ceiling else {}
-            async with running_worker(env.client, make_config(queue, **sections)):
-                handle = await SCENARIOS[name](env.client, queue)
-                result = await asyncio.wait_for(handle.result(), 60)
+            with serve({"/hook": text("ok")}) as receiver:
+                sections = SECTIONS.get(name, {})
+                if name == "notified":
+                    hook = {"name": "ops", "url": receiver.url("/hook")}
+                    sections = {"notifications": {"webhooks": [hook | PRIVATE]}}
+                async with running_worker(env.client, make_config(queue, **sections)):
+                    handle = await SCENARIOS[name](env.client, queue)
+                    result = await asyncio.wait_for(handle.result(), 60)
             if result.status.value != EXPECTED_STATUS[name]:
                 raise SystemExit(
                     f"{name}: ended {result.status.value}, not {EXPECTED_STATUS[name]}"

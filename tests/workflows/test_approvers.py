@@ -243,3 +243,35 @@ async def test_without_a_decision_an_escalated_call_still_expires(
     assert result.error.code is ErrorCode.APPROVAL_TIMED_OUT
     kinds = [e.kind for e in result.events]
     assert kinds.index(EventKind.ESCALATED) < kinds.index(EventKind.APPROVAL_TIMED_OUT)
+
+
+async def test_an_edit_can_arrive_by_signal(client: Client, task_queue: str) -> None:
+    config = make_config(task_queue)
+    async with running_worker(client, config) as probes:
+        handle = await start_call(client, task_queue, "probe_write", {"token": "draft"})
+        pending = await pending_approval(handle)
+        payload = signal_decision(pending, approver="dana").model_copy(
+            update={"arguments": {"token": "by-signal"}}
+        )
+        await handle.signal(ToolCallWorkflow.approve, payload)
+        result = await asyncio.wait_for(handle.result(), 30)
+    assert result.status is CallStatus.COMPLETED
+    assert result.output is not None
+    assert result.output["token"] == "by-signal"
+    assert [(e.by, e.edited) for e in result.edits] == [("dana", {"token": "by-signal"})]
+    assert result.approval is not None
+    assert (result.approval.approver, result.approval.via) == ("dana", "signal")
+    assert probes.runs == {"probe_write": 1}
+
+
+async def test_a_denial_cannot_carry_an_edit(client: Client, task_queue: str) -> None:
+    async with running_worker(client, make_config(task_queue)):
+        handle = await start_call(client, task_queue, "probe_write", {"token": "t"})
+        pending = await pending_approval(handle)
+        refused = await update_rejection(
+            handle,
+            ToolCallWorkflow.decide,
+            decision(pending, approved=False, arguments={"token": "other"}),
+        )
+        assert refused == "a denial cannot edit the arguments or create a grant"
+        await handle.terminate("test over")
