@@ -14,34 +14,19 @@ is planned and prepared again and the approval binds to the new digest) and may 
 from __future__ import annotations
 
 import asyncio
-import json
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributePair, TypedSearchAttributes
-from temporalio.exceptions import ActivityError, ApplicationError, ApplicationErrorCategory
-from temporalio.workflow import ParentClosePolicy
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from workflows import policy
 from workflows.approvals import Approvals, allowed_names
-from workflows.call_base import CallBase, _Ended
-from workflows.grants import (
-    FIND_GRANT_ACTIVITY,
-    MEMO_GRANT,
-    FoundGrant,
-    Grant,
-    GrantQuery,
-    GrantWorkflow,
-    grant_workflow_id,
-    scope_key,
-)
+from workflows.call_base import _Ended
+from workflows.grants_and_notices import GrantsAndNotices, _short
 from workflows.models import (
     MEMO_PENDING_APPROVAL,
-    NOTIFY_ACTIVITY,
-    SEARCH_GRANT_SCOPE,
-    SEARCH_STATUS,
-    SEARCH_TOOL,
     ApprovalDecision,
     ApprovalRecord,
     ApprovalRequest,
@@ -53,7 +38,6 @@ from workflows.models import (
     ErrorCode,
     EventKind,
     GrantScope,
-    Notification,
     Phase,
     Prepared,
     PreviewArtifact,
@@ -68,7 +52,7 @@ NOTIFY_RETRY = RetryPolicy(
 MAX_SUMMARY_CHARS = 500
 
 
-class ApprovalFlow(CallBase):
+class ApprovalFlow(GrantsAndNotices):
     """Everything ``ToolCallWorkflow`` does between "this needs a human" and "approved"."""
 
     def _init_approvals(self) -> None:
@@ -382,152 +366,3 @@ class ApprovalFlow(CallBase):
         )
         self._edit_results[number] = self._accept(bound, True, via)
         return edited
-
-    # Grants ---------------------------------------------------------------------------------
-
-    async def _granted(self, plan: CallPlan) -> bool:
-        """Whether a standing grant approves this call (recorded as its approval)."""
-        parent = workflow.info().parent
-        rule = plan.approval_rule
-        assert rule is not None
-        if rule.min_approvals > 1:
-            return False
-        query = GrantQuery(
-            tool=plan.tool,
-            digest=plan.digest,
-            capabilities=plan.capabilities,
-            parent_id=parent.workflow_id if parent else None,
-            approvers=rule.approvers,
-        )
-        try:
-            found = await workflow.execute_local_activity(
-                FIND_GRANT_ACTIVITY,
-                query,
-                result_type=FoundGrant,
-                start_to_close_timeout=FIND_GRANT_TIMEOUT,
-                retry_policy=RetryPolicy(maximum_attempts=1),
-            )
-        except ActivityError as err:
-            # Without an answer the call asks a human, as it would without grants.
-            self._event(EventKind.GRANT_LOOKUP_FAILED, f"asking a human instead: {err.cause}")
-            return False
-        grant = found.grant
-        if grant is None:
-            return False
-        self._approval = ApprovalRecord(
-            request_id=grant.request_id,
-            digest=plan.digest,
-            approved=True,
-            approver=grant.approver,
-            reason=None,
-            decided_at=workflow.now(),
-            via="grant",
-            grant_id=grant.grant_id,
-            expires_at=grant.expires_at,
-        )
-        self._approved_by = [self._approval]
-        self._event(
-            EventKind.GRANT_USED,
-            f"grant {grant.grant_id} by {grant.approver}, until {grant.expires_at.isoformat()}",
-        )
-        return True
-
-    async def _remember(
-        self, plan: CallPlan, record: ApprovalRecord, decision: DecisionInput
-    ) -> None:
-        """Start the grant a remembered approval asked for, as a child workflow."""
-        terms = decision.remember
-        assert terms is not None
-        parent = workflow.info().parent
-        now = workflow.now()
-        grant = Grant(
-            grant_id=grant_workflow_id(record.request_id),
-            tool=plan.tool,
-            digest=None if terms.any_arguments else plan.digest,
-            capabilities=plan.capabilities,
-            scope=terms.scope,
-            parent_id=parent.workflow_id if parent else None,
-            approver=record.approver,
-            granted_at=now,
-            expires_at=now + terms.duration,
-            granted_in=self._workflow_id,
-            request_id=record.request_id,
-        )
-        await workflow.start_child_workflow(
-            GrantWorkflow.run,
-            grant,
-            id=grant.grant_id,
-            memo={MEMO_GRANT: grant},
-            search_attributes=TypedSearchAttributes(
-                [
-                    SearchAttributePair(SEARCH_TOOL, plan.tool),
-                    SearchAttributePair(SEARCH_STATUS, "grant"),
-                    SearchAttributePair(
-                        SEARCH_GRANT_SCOPE, scope_key(terms.scope, grant.parent_id)
-                    ),
-                ]
-            ),
-            parent_close_policy=ParentClosePolicy.ABANDON,
-        )
-        self._approval = record.model_copy(
-            update={"grant_id": grant.grant_id, "expires_at": grant.expires_at}
-        )
-        self._event(
-            EventKind.GRANT_CREATED,
-            f"{grant.grant_id} by {record.approver}: {terms.scope.value} scope, "
-            f"{'any arguments' if terms.any_arguments else 'these arguments'}, "
-            f"until {grant.expires_at.isoformat()}",
-        )
-
-    # Notifications --------------------------------------------------------------------------
-
-    def _notify(self, plan: CallPlan, kind: str) -> None:
-        """Post to each webhook beside the wait; failures are events, never the call's."""
-        if not plan.webhooks:
-            return
-        pending = self._pending_approval
-        assert pending is not None
-        for webhook in plan.webhooks:
-            notification = Notification(
-                kind=kind,
-                webhook=webhook,
-                workflow_id=self._workflow_id,
-                call_id=self._call_id,
-                tool=plan.tool,
-                capabilities=plan.capabilities,
-                summary=_summary(pending.preview),
-                approvers=pending.approvers_shown or pending.approvers,
-                requested_at=pending.requested_at,
-                expires_at=pending.expires_at,
-            )
-            # Beside the wait: a webhook that fails or retries never holds up the call.
-            self._notifications.append(asyncio.create_task(self._post(notification)))
-
-    async def _post(self, notification: Notification) -> None:
-        what = f"{notification.kind} to {notification.webhook}"
-        try:
-            await workflow.execute_activity(
-                NOTIFY_ACTIVITY,
-                notification,
-                start_to_close_timeout=NOTIFY_TIMEOUT,
-                retry_policy=NOTIFY_RETRY,
-            )
-        except ActivityError as err:
-            self._event(EventKind.NOTIFICATION_FAILED, f"{what}: {err.cause}")
-            return
-        self._event(EventKind.NOTIFIED, what)
-
-
-def _short(arguments: dict[str, Any]) -> str:
-    text = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
-    return text if len(text) <= MAX_SUMMARY_CHARS else text[:MAX_SUMMARY_CHARS] + "..."
-
-
-def _summary(preview: list[PreviewArtifact]) -> str:
-    """A short text of the preview for a notification."""
-    parts = []
-    for artifact in preview:
-        body = artifact.text if artifact.text is not None else _short(artifact.data or {})
-        parts.append(f"{artifact.title}: {body}")
-    text = "\n".join(parts)
-    return text if len(text) <= MAX_SUMMARY_CHARS else text[:MAX_SUMMARY_CHARS] + "..."
