@@ -24,6 +24,9 @@ from temporalio.service import RPCError, RPCStatusCode
 from worker.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, build_request
 from worker.config import Config, build_catalog
 from worker.connect import connect, resolve_target
+from worker.payloads.codec import PayloadKeyError
+from worker.payloads.converter import data_converter
+from worker.payloads.storage import PayloadStoreError
 from worker.render import (
     dumps,
     elapsed,
@@ -67,8 +70,9 @@ async def connect_tools(config: Config, args: argparse.Namespace) -> ToolCallCli
     """A ``ToolCallClient`` connected with the worker's settings; failures are exit 2."""
     target = resolve_target(config.temporal, address=args.address, namespace=args.namespace)
     where = f"{target.address} namespace {target.namespace}"
+    converter = data_converter(config)
     try:
-        client = await connect(target)
+        client = await connect(target, converter)
     except (RuntimeError, ValueError) as exc:
         raise CommandError(EXIT_USAGE, f"cannot connect to {where}: {exc}") from None
     try:
@@ -110,6 +114,9 @@ async def run(config: Config, args: argparse.Namespace) -> int:
     except NoPendingRequest as exc:
         raise CommandError(EXIT_FAILED, f"{args.command}: {exc}") from None
     except PayloadTooLarge as exc:
+        raise CommandError(EXIT_USAGE, f"{what}: {exc}") from None
+    except (PayloadKeyError, PayloadStoreError) as exc:
+        # The payloads are there but this process cannot read them: its keys or its store.
         raise CommandError(EXIT_USAGE, f"{what}: {exc}") from None
     except RPCError as exc:
         if exc.status is RPCStatusCode.NOT_FOUND:
