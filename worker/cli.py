@@ -63,6 +63,18 @@ def _parser() -> argparse.ArgumentParser:
     codec.add_argument("--config", help="TOML configuration: [codec] and [codec.server]")
     codec.add_argument("--listen", metavar="HOST:PORT", help="default [codec.server] listen")
 
+    prune = commands_.add_parser(
+        "prune-payloads", help="delete stored payloads of the local store past their retention"
+    )
+    prune.add_argument("--config", help="TOML configuration: its [payloads] local store")
+    prune.add_argument(
+        "--older-than-days",
+        metavar="DAYS",
+        type=float,
+        required=True,
+        help="delete what was last stored more than DAYS ago",
+    )
+
     _call_parsers(commands_)
     return parser
 
@@ -163,6 +175,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 code = asyncio.run(codec_server.run(config, args, os.environ))
             elif args.command == "tools":
                 code = commands.list_tools(config, args)
+            elif args.command == "prune-payloads":
+                code = commands.prune_payloads(config, args)
             else:
                 code = asyncio.run(commands.run(config, args))
     except (ConfigError, DevServerError, StartupError) as exc:

@@ -1,4 +1,5 @@
-"""The call commands of ``toolcalls``: call, pending, show, approve, deny, answer, tools.
+"""The call commands of ``toolcalls``: call, pending, show, approve, deny, answer, tools, and
+prune-payloads.
 
 They connect like the worker (``--config``, ``temporalio.envconfig``, ``--address``,
 ``--namespace``) and do what ``workflows.client.ToolCallClient`` does, printing text or, with
@@ -26,7 +27,8 @@ from worker.config import Config, build_catalog
 from worker.connect import connect, resolve_target
 from worker.payloads.codec import PayloadKeyError
 from worker.payloads.converter import data_converter
-from worker.payloads.storage import PayloadStoreError
+from worker.payloads.settings import Store
+from worker.payloads.storage import PayloadStoreError, prune
 from worker.render import (
     dumps,
     elapsed,
@@ -122,6 +124,23 @@ async def run(config: Config, args: argparse.Namespace) -> int:
         if exc.status is RPCStatusCode.NOT_FOUND:
             raise CommandError(EXIT_FAILED, f"{what}: {exc.message}") from None
         raise CommandError(EXIT_USAGE, f"{what}: {exc.message}") from None
+
+
+def prune_payloads(config: Config, args: argparse.Namespace) -> int:
+    """Delete the local store's payloads last stored more than ``--older-than-days`` ago."""
+    section = config.payloads
+    if section.store is not Store.LOCAL:
+        raise CommandError(
+            EXIT_USAGE,
+            "prune-payloads: the configuration has no local store ([payloads] store = 'local'); "
+            "an S3 store expires objects with a bucket lifecycle rule",
+        )
+    if args.older_than_days <= 0:
+        raise CommandError(EXIT_USAGE, "prune-payloads: --older-than-days must be positive")
+    root = section.local.path
+    removed = prune(root, args.older_than_days * 86_400) if root.is_dir() else 0
+    print(f"removed {removed} stored payloads last stored over {args.older_than_days:g} days ago")
+    return EXIT_OK
 
 
 def list_tools(config: Config, args: argparse.Namespace) -> int:

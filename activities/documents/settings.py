@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from activities.catalog import output_bytes
+from activities.catalog import MAX_PAYLOAD_BYTES, output_bytes
 from activities.files.names import portable_root
 
 MAX_FILE_BYTES = 8_388_608
@@ -34,6 +34,8 @@ MIN_MEMORY_BYTES = 134_217_728
 
 def output_chars_ceiling(result_bytes: int) -> int:
     """The most ``max_output_chars`` may be when a result may reach ``result_bytes``."""
+    if result_bytes <= MAX_PAYLOAD_BYTES:
+        return MAX_OUTPUT_CHARS_CEILING
     return max(MAX_OUTPUT_CHARS_CEILING, output_bytes(result_bytes))
 
 

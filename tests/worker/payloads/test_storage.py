@@ -4,6 +4,8 @@ against an S3-compatible server on loopback, and replay of histories that hold c
 from __future__ import annotations
 
 import json
+import os
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,11 +14,18 @@ from typing import Any
 import pytest
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
+from temporalio.converter import (
+    StorageDriverClaim,
+    StorageDriverRetrieveContext,
+    StorageDriverStoreContext,
+    StorageDriverWorkflowInfo,
+)
 
 from tests.support.payloads import decoded_data, payloads_in
 from tests.worker.payloads.conftest import Deployed, Deployment
 from tests.worker.payloads.test_encryption import plain_history
-from tests.worker.support import free_port, one_line, toolcalls
+from tests.worker.support import free_port, one_line, toolcalls, write_config
+from worker.payloads.storage import LocalStorageDriver, PayloadStoreError
 from workflows.models import CallStatus, ToolCallResult
 
 CLAIM = "temporal.api.sdk.v1.ExternalStorageReference"
@@ -217,3 +226,56 @@ async def test_the_s3_driver_against_a_loopback_server(
     assert shown.code == 0, shown.stderr[-2000:]
     output = json.loads(shown.stdout)["state"]["result"]["output"]
     assert output["sections"][0]["text"] == text
+
+
+async def test_prune_deletes_only_old_payloads_of_the_store_layout(tmp_path: Path) -> None:
+    root = tmp_path / "payloads"
+    driver = LocalStorageDriver(root, max_payload_bytes=1024 * 1024)
+    context = StorageDriverStoreContext(target=StorageDriverWorkflowInfo(namespace="default"))
+    old, kept, again = [Payload(data=f"payload {n}".encode()) for n in range(3)]
+    claims_ = await driver.store(context, [old, kept, again])
+    paths = {name: root / c.claim_data["object"] for name, c in zip("okr", claims_, strict=True)}
+    ten_days_ago = time.time() - 10 * 86_400
+    for path in (paths["o"], paths["r"]):
+        os.utime(path, (ten_days_ago, ten_days_ago))
+    # Storing the same payload again (deduplicated) counts as using it now.
+    await driver.store(context, [again])
+    stray = root / "default" / "notes.txt"
+    stray.write_text("not a stored payload")
+    os.utime(stray, (ten_days_ago, ten_days_ago))
+    config = write_config(
+        tmp_path, f'[payloads]\nstore = "local"\n[payloads.local]\npath = "{root}"\n'
+    )
+    done = await toolcalls(
+        tmp_path, "prune-payloads", "--older-than-days", "7", "--config", str(config)
+    )
+    assert done.code == 0, done.stderr
+    assert done.stdout == "removed 1 stored payloads last stored over 7 days ago\n"
+    assert [path.exists() for path in paths.values()] == [False, True, True]
+    assert stray.exists()
+    # What is left still reads back; the pruned one is named as missing.
+    assert await driver.retrieve(StorageDriverRetrieveContext(), [claims_[1]]) == [kept]
+    with pytest.raises(PayloadStoreError, match="is missing: this process does not reach"):
+        await driver.retrieve(StorageDriverRetrieveContext(), [claims_[0]])
+
+
+async def test_a_claim_names_only_an_intact_object_of_the_store(tmp_path: Path) -> None:
+    root = tmp_path / "payloads"
+    (tmp_path / "secret.txt").write_text("outside the store")
+    driver = LocalStorageDriver(root, max_payload_bytes=64)
+    context = StorageDriverStoreContext(target=StorageDriverWorkflowInfo(namespace="default"))
+    (claim,) = await driver.store(context, [Payload(data=b"stored")])
+    digest = claim.claim_data["sha256"]
+    retrieve = StorageDriverRetrieveContext()
+    for forged in (
+        {"object": "../secret.txt", "sha256": digest},
+        {"object": f"default/{digest[:2]}/{digest}", "sha256": "0" * 64},
+        {"object": f"../{digest[:2]}/{digest}", "sha256": digest},
+    ):
+        with pytest.raises(PayloadStoreError, match="malformed claim"):
+            await driver.retrieve(retrieve, [StorageDriverClaim(claim_data=forged)])
+    (root / claim.claim_data["object"]).write_bytes(b"altered")
+    with pytest.raises(PayloadStoreError, match="does not match its claim's digest"):
+        await driver.retrieve(retrieve, [claim])
+    with pytest.raises(PayloadStoreError, match="over the store's limit of 64 bytes"):
+        await driver.store(context, [Payload(data=b"x" * 100)])
