@@ -74,6 +74,12 @@ async def test_history_is_ciphertext_without_the_key_and_toolcalls_shows_plainte
         assert pending.code == 0, pending.stderr
         [entry] = [e for e in json.loads(pending.stdout) if e["workflow_id"] == workflow_id]
         assert entry["approval"]["arguments"]["path"] == path
+        # A worker serves the call: show asks it (the status query) and decrypts its answer.
+        live = await deployed.run("show", workflow_id, "--json")
+        assert live.code == 0, live.stderr
+        view = json.loads(live.stdout)
+        assert view["live"] is True
+        assert view["state"]["pending_approval"]["arguments"]["path"] == path
         waiting = await plain_history(deployed.address, workflow_id)
         assert_ciphertext_only(waiting, secret_name)
 

@@ -25,8 +25,11 @@ from tests.support.payloads import decoded_data, payloads_in
 from tests.worker.payloads.conftest import Deployed, Deployment
 from tests.worker.payloads.test_encryption import plain_history
 from tests.worker.support import free_port, one_line, toolcalls, write_config
+from worker.config import parse_config
+from worker.payloads.converter import data_converter
 from worker.payloads.storage import LocalStorageDriver, PayloadStoreError
-from workflows.models import CallStatus, ToolCallResult
+from workflows.limits import check_request
+from workflows.models import CallStatus, ToolCallRequest, ToolCallResult
 
 CLAIM = "temporal.api.sdk.v1.ExternalStorageReference"
 STORE = """
@@ -279,3 +282,18 @@ async def test_a_claim_names_only_an_intact_object_of_the_store(tmp_path: Path) 
         await driver.retrieve(retrieve, [claim])
     with pytest.raises(PayloadStoreError, match="over the store's limit of 64 bytes"):
         await driver.store(context, [Payload(data=b"x" * 100)])
+
+
+async def test_measuring_a_request_stores_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "payloads"
+    config = parse_config(
+        {"payloads": {"store": "local", "threshold_bytes": 1024, "local": {"path": str(root)}}}
+    )
+    converter = data_converter(config)
+    request = ToolCallRequest(tool="write_file", arguments={"path": "/w/a", "content": "x" * 4096})
+    await check_request(converter, request)
+    assert not root.exists()
+    # Sent for real, the same request is stored and history gets a claim.
+    (payload,) = await converter.encode([request])
+    assert payload.metadata["encoding"] == b"json/protobuf"
+    assert len(list(root.rglob("*/*/*"))) == 1
