@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from typing import Any
 
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from tests.support.payloads import ENCRYPTED, decoded_data, key_line, metadata, payloads_in
-from tests.worker.payloads.conftest import KEYS_ENV, Deployment
+from tests.worker.payloads.conftest import KEYS_ENV, Deployed, Deployment
 from tests.worker.support import one_line
 from worker.devserver import temporal_binary
 from workflows.models import CallStatus, ToolCallResult
@@ -30,6 +31,20 @@ async def plain_history(address: str, workflow_id: str) -> str:
     out, err = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 0, err.decode()
     return out.decode()
+
+
+async def listed_pending(deployed: Deployed, workflow_id: str, timeout: float = 20) -> Any:
+    """The call's ``toolcalls pending --json`` entry, once visibility lists it."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        pending = await deployed.run("pending", "--json")
+        assert pending.code == 0, pending.stderr
+        found = [e for e in json.loads(pending.stdout) if e["workflow_id"] == workflow_id]
+        if found:
+            return found[0]
+        assert loop.time() < deadline, f"pending never listed {workflow_id}"
+        await asyncio.sleep(0.2)
 
 
 async def closed(client: Client, workflow_id: str, timeout: float = 60) -> None:
@@ -70,9 +85,7 @@ async def test_history_is_ciphertext_without_the_key_and_toolcalls_shows_plainte
         )
         assert started.code == 0, started.stderr
         # The pending approval (memo: arguments, preview) decrypts for toolcalls pending.
-        pending = await deployed.run("pending", "--json")
-        assert pending.code == 0, pending.stderr
-        [entry] = [e for e in json.loads(pending.stdout) if e["workflow_id"] == workflow_id]
+        entry = await listed_pending(deployed, workflow_id)
         assert entry["approval"]["arguments"]["path"] == path
         # A worker serves the call: show asks it (the status query) and decrypts its answer.
         live = await deployed.run("show", workflow_id, "--json")
