@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeAlias, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict
 
-from activities.catalog import ToolSpec
+from activities.catalog import MAX_PAYLOAD_BYTES, ToolSpec
 
 S = TypeVar("S", bound="FamilySettings")
 T = TypeVar("T")
@@ -78,6 +78,8 @@ class Deployment:
     exist only on the hosts that run the tools using them."""
     start_to_close: Callable[[str], float | None]
     """A tool's start-to-close in seconds, the deployment's override included."""
+    result_bytes: int = MAX_PAYLOAD_BYTES
+    """What a tool's result may reach: 1 MiB, or more with a payload store (``[payloads]``)."""
 
     def enabled_of(self, specs: Iterable[ToolSpec]) -> list[str]:
         """The names of ``specs`` that are enabled, in declaration order."""
@@ -90,12 +92,18 @@ class Resources:
     process ledger for processes and git, say)."""
 
     def __init__(
-        self, served: Mapping[str, type], state_dir: Path, environ: Mapping[str, str]
+        self,
+        served: Mapping[str, type],
+        state_dir: Path,
+        environ: Mapping[str, str],
+        result_bytes: int = MAX_PAYLOAD_BYTES,
     ) -> None:
-        """``served``: each tool this worker serves, and the class whose method runs it."""
+        """``served``: each tool this worker serves, and the class whose method runs it;
+        ``result_bytes``: what a tool's result may reach (``Deployment.result_bytes``)."""
         self._served = dict(served)
         self.state_dir = state_dir
         self.environ = environ
+        self.result_bytes = result_bytes
         self._shared: dict[str, Any] = {}
 
     def serves(self, implementation: type) -> bool:

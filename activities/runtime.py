@@ -5,7 +5,9 @@ activity named after the tool and, where the tool has one, a ``<tool>.prepare`` 
 them re-checks what it must not take on trust: that it runs inside ``ToolCallWorkflow``, that the
 arguments are the ones planned (their digest), that the deployment's ceiling allows the call and
 that any approval it requires is present and bound to this digest. Results are checked against the
-tool's result model and the payload cap before they leave the worker.
+tool's result model and the payload cap before they leave the worker: the payload as the worker's
+converter and codec make it, against 1 MiB, or the deployment's ``[payloads] max_result_bytes``
+when large payloads are stored outside history.
 
 A tool's expected failure (an ``ApplicationError`` whose ``type`` is an ``ErrorCode``) is logged as
 one line naming the tool, the call and the code, and leaves as a ``BENIGN`` error, which the SDK
@@ -23,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from temporalio import activity
+from temporalio.converter import PayloadCodec
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from activities.base import CallContext, ToolArgs
@@ -31,6 +34,7 @@ from activities.catalog import MAX_PAYLOAD_BYTES, Catalog, ToolSpec, call_digest
 from activities.errors import invalid_arguments, tool_error
 from workflows import policy
 from workflows.approvers import ApproversSettings
+from workflows.limits import CODEC_MARGIN_BYTES
 from workflows.models import (
     PLAN_ACTIVITY,
     WORKFLOW_NAME,
@@ -64,14 +68,20 @@ class ToolRuntime:
         instances: Mapping[type, object] | None = None,
         approvers: ApproversSettings | None = None,
         webhooks: Sequence[str] = (),
+        result_bytes: int = MAX_PAYLOAD_BYTES,
+        codec: PayloadCodec | None = None,
     ) -> None:
         """``approvers`` and ``webhooks`` (names) go into every plan: who may decide a call, and
-        whom to tell that it waits."""
+        whom to tell that it waits. ``result_bytes``: the most a result or preview may be,
+        measured as its payload after the worker's converter and ``codec`` (the one its data
+        converter applies)."""
         self.catalog = catalog
         self.ceiling = ceiling or default_ceiling()
         self.approvers = approvers
         self.webhooks = tuple(webhooks)
         self._instances: dict[type, object] = dict(instances or {})
+        self.result_bytes = result_bytes
+        self.codec = codec
 
     def _instance(self, spec: ToolSpec) -> object:
         assert spec.implementation is not None
@@ -123,7 +133,7 @@ class ToolRuntime:
             if not isinstance(result, spec.result):
                 raise tool_error(ErrorCode.INTERNAL, f"{spec.name}: returned the wrong result type")
             with _expected_failures(spec.name, input):
-                _check_size(spec, "result", result)
+                await self._check_size(spec, "result", result)
             return result
 
         return execute
@@ -138,10 +148,24 @@ class ToolRuntime:
                 raise tool_error(ErrorCode.INTERNAL, f"{spec.name}: prepare returned no preview")
             # A preview (a diff of a large file, say) is a payload like any result.
             with _expected_failures(prepare_activity_name(spec.name), input):
-                _check_size(spec, "preview", prepared)
+                await self._check_size(spec, "preview", prepared)
             return prepared
 
         return prepare
+
+    async def _check_size(self, spec: ToolSpec, what: str, value: BaseModel) -> None:
+        """The central payload cap: nothing over ``result_bytes`` leaves an activity."""
+        payload = activity.payload_converter().to_payload(value)
+        size = len(payload.data)
+        # Encryption adds tens of bytes and compression only shrinks: the codec is worth running
+        # twice only near the limit.
+        if self.codec is not None and size > self.result_bytes - CODEC_MARGIN_BYTES:
+            size = len((await self.codec.encode([payload]))[0].data)
+        if size > self.result_bytes:
+            raise tool_error(
+                ErrorCode.OUTPUT_TOO_LARGE,
+                f"{spec.name}: {what} is {size} bytes; the limit is {self.result_bytes}",
+            )
 
     def _admit(self, spec: ToolSpec, input: ExecuteInput, *, execute: bool) -> ToolArgs:
         """The validated arguments, once the call is shown to be the one planned and allowed."""
@@ -207,16 +231,6 @@ def _expected_failures(activity_name: str, input: ExecuteInput) -> Iterator[None
             next_retry_delay=err.next_retry_delay,
             category=ApplicationErrorCategory.BENIGN,
         ) from None
-
-
-def _check_size(spec: ToolSpec, what: str, value: BaseModel) -> None:
-    """The central payload cap: nothing over ``MAX_PAYLOAD_BYTES`` leaves an activity."""
-    size = len(value.model_dump_json().encode())
-    if size > MAX_PAYLOAD_BYTES:
-        raise tool_error(
-            ErrorCode.OUTPUT_TOO_LARGE,
-            f"{spec.name}: {what} is {size} bytes; the limit is {MAX_PAYLOAD_BYTES}",
-        )
 
 
 async def _call(spec: ToolSpec, method: ToolMethod, args: ToolArgs, input: ExecuteInput) -> Any:

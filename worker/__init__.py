@@ -1,6 +1,14 @@
 """Configuration, the worker process, the ``toolcalls`` command line and ``ToolCallsPlugin``."""
 
 from worker.config import Config, ConfigError, load_config, parse_config
+from worker.payloads.converter import data_converter
 from worker.plugin import ToolCallsPlugin
 
-__all__ = ["Config", "ConfigError", "ToolCallsPlugin", "load_config", "parse_config"]
+__all__ = [
+    "Config",
+    "ConfigError",
+    "ToolCallsPlugin",
+    "data_converter",
+    "load_config",
+    "parse_config",
+]

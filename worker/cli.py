@@ -24,10 +24,13 @@ from worker.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError
 from worker.config import Config, ConfigError, load_config
 from worker.connect import Target, connect, resolve_target
 from worker.devserver import DevServer, DevServerError
+from worker.payloads import server as codec_server
+from worker.payloads.converter import data_converter
 from worker.run import StartupError, serve, stop_on_signals
 from workflows.models import GrantScope
 
 DECISION_COMMANDS = ("approve", "deny", "answer")
+SERVING_COMMANDS = ("worker", "dev", "codec-server")
 
 log = logging.getLogger("toolcalls")
 
@@ -55,6 +58,24 @@ def _parser() -> argparse.ArgumentParser:
     dev.add_argument("--port", type=int, help="frontend gRPC port")
     dev.add_argument("--ui-port", type=int, help="web UI port")
     dev.add_argument("--headless", action="store_true", help="no web UI")
+
+    codec = commands_.add_parser(
+        "codec-server", help="serve Temporal's remote codec protocol for its UI and CLI"
+    )
+    codec.add_argument("--config", help="TOML configuration: [codec] and [codec.server]")
+    codec.add_argument("--listen", metavar="HOST:PORT", help="default [codec.server] listen")
+
+    prune = commands_.add_parser(
+        "prune-payloads", help="delete stored payloads of the local store past their retention"
+    )
+    prune.add_argument("--config", help="TOML configuration: its [payloads] local store")
+    prune.add_argument(
+        "--older-than-days",
+        metavar="DAYS",
+        type=float,
+        required=True,
+        help="delete what was last stored more than DAYS ago",
+    )
 
     _call_parsers(commands_)
     return parser
@@ -161,6 +182,10 @@ def _call_parsers(commands_: argparse._SubParsersAction[_Parser]) -> None:
         "replay", parents=[output], help="replay exported histories against this version"
     )
     replay_.add_argument("histories", metavar="HISTORY.json", nargs="+")
+    replay_.add_argument(
+        "--config",
+        help="TOML configuration (default $TOOLCALLS_CONFIG): its [codec] keys, [payloads] store",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -171,11 +196,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         if problem:
             _leave(EXIT_USAGE, f"toolcalls {args.command}: error: {problem}")
     try:
+        config = load_config(args.config)
         if args.command == "replay":
-            code = asyncio.run(replay.run(args))
+            code = asyncio.run(replay.run(args, config))
         else:
-            config = load_config(args.config)
-            serving = args.command in ("worker", "dev")
+            serving = args.command in SERVING_COMMANDS
             logging.basicConfig(
                 level=config.log_level.upper() if serving else logging.WARNING,
                 format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -184,8 +209,12 @@ def main(argv: Sequence[str] | None = None) -> None:
                 code = asyncio.run(_worker(config, args))
             elif args.command == "dev":
                 code = asyncio.run(_dev(config, args))
+            elif args.command == "codec-server":
+                code = asyncio.run(codec_server.run(config, args, os.environ))
             elif args.command == "tools":
                 code = commands.list_tools(config, args)
+            elif args.command == "prune-payloads":
+                code = commands.prune_payloads(config, args)
             else:
                 code = asyncio.run(commands.run(config, args))
     except (ConfigError, DevServerError, StartupError) as exc:
@@ -193,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except CommandError as exc:
         _leave(exc.code, f"toolcalls: {exc}")
     except KeyboardInterrupt:
-        if args.command not in ("worker", "dev"):
+        if args.command not in SERVING_COMMANDS:
             _leave(EXIT_FAILED, f"toolcalls: {args.command}: interrupted")
         code = EXIT_OK
     _leave(code)
@@ -249,8 +278,9 @@ async def _worker(config: Config, args: argparse.Namespace) -> int:
             target = Target(server.address, server.namespace, {})
         else:
             target = resolve_target(config.temporal, address=args.address, namespace=args.namespace)
+        converter = data_converter(config)
         try:
-            client = await connect(target)
+            client = await connect(target, converter)
         except (RuntimeError, ValueError) as exc:
             raise StartupError(
                 f"cannot connect to {target.address} namespace {target.namespace}: {exc}"

@@ -1,4 +1,5 @@
-"""The call commands of ``toolcalls``: call, pending, show, approve, deny, answer, tools.
+"""The call commands of ``toolcalls``: call, pending, show, approve, deny, answer, tools, and
+prune-payloads.
 
 They connect like the worker (``--config``, ``temporalio.envconfig``, ``--address``,
 ``--namespace``) and do what ``workflows.client.ToolCallClient`` does, printing text or, with
@@ -31,6 +32,10 @@ from worker.arguments import (
 )
 from worker.config import Config, build_catalog
 from worker.connect import connect, resolve_target
+from worker.payloads.codec import PayloadKeyError
+from worker.payloads.converter import data_converter
+from worker.payloads.settings import Store
+from worker.payloads.storage import PayloadStoreError, prune
 from worker.render import (
     dumps,
     elapsed,
@@ -75,8 +80,9 @@ async def connect_tools(config: Config, args: argparse.Namespace) -> ToolCallCli
     """A ``ToolCallClient`` connected with the worker's settings; failures are exit 2."""
     target = resolve_target(config.temporal, address=args.address, namespace=args.namespace)
     where = f"{target.address} namespace {target.namespace}"
+    converter = data_converter(config)
     try:
-        client = await connect(target)
+        client = await connect(target, converter)
     except (RuntimeError, ValueError) as exc:
         raise CommandError(EXIT_USAGE, f"cannot connect to {where}: {exc}") from None
     try:
@@ -126,6 +132,9 @@ async def run(config: Config, args: argparse.Namespace) -> int:
         raise CommandError(EXIT_FAILED, f"{args.command}: {exc}") from None
     except PayloadTooLarge as exc:
         raise CommandError(EXIT_USAGE, f"{what}: {exc}") from None
+    except (PayloadKeyError, PayloadStoreError) as exc:
+        # The payloads are there but this process cannot read them: its keys or its store.
+        raise CommandError(EXIT_USAGE, f"{what}: {exc}") from None
     except RPCError as exc:
         if exc.status is RPCStatusCode.NOT_FOUND:
             raise CommandError(EXIT_FAILED, f"{what}: {exc.message}") from None
@@ -140,6 +149,23 @@ async def _grants(calls: ToolCallClient, args: argparse.Namespace) -> int:
         return EXIT_OK
     grants = await calls.grants(tool=args.tool)
     _emit(args, [grant.model_dump(mode="json") for grant in grants], grants_table(grants))
+    return EXIT_OK
+
+
+def prune_payloads(config: Config, args: argparse.Namespace) -> int:
+    """Delete the local store's payloads last stored more than ``--older-than-days`` ago."""
+    section = config.payloads
+    if section.store is not Store.LOCAL:
+        raise CommandError(
+            EXIT_USAGE,
+            "prune-payloads: the configuration has no local store ([payloads] store = 'local'); "
+            "an S3 store expires objects with a bucket lifecycle rule",
+        )
+    if args.older_than_days <= 0:
+        raise CommandError(EXIT_USAGE, "prune-payloads: --older-than-days must be positive")
+    root = section.local.path
+    removed = prune(root, args.older_than_days * 86_400) if root.is_dir() else 0
+    print(f"removed {removed} stored payloads last stored over {args.older_than_days:g} days ago")
     return EXIT_OK
 
 

@@ -32,6 +32,7 @@ from activities.catalog import (
 from activities.families import BUILTIN_FAMILIES
 from activities.family import AnyFamily, Deployment, Family, FamilySettings, needs
 from activities.notifications import NotificationsSettings
+from worker.payloads.settings import CodecSection, PayloadsSection
 from workflows import policy
 from workflows.approvers import ApproversSettings
 from workflows.models import DEFAULT_TASK_QUEUE, CapabilityPolicy, Effect
@@ -164,6 +165,10 @@ class BaseConfig(_Section):
     notifications: NotificationsSettings = Field(default_factory=NotificationsSettings)
     activities: ActivitiesSection = Field(default_factory=ActivitiesSection)
     dev: DevSection = Field(default_factory=DevSection)
+    # Payloads on their way to Temporal: encryption and the codec server, the store outside
+    # history (worker/payloads/settings.py).
+    codec: CodecSection = Field(default_factory=CodecSection)
+    payloads: PayloadsSection = Field(default_factory=PayloadsSection)
 
     @field_validator("log_level")
     @classmethod
@@ -268,6 +273,7 @@ def config_problems(config: Config, families: Sequence[AnyFamily] = BUILTIN_FAMI
         declared=frozenset(specs),
         runs_here=config.runs_here,
         start_to_close=lambda name: config.start_to_close(specs[name]),
+        result_bytes=config.payloads.result_bytes,
     )
     problems: list[str] = []
     for family in families:

@@ -15,6 +15,7 @@ from typing import Any
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import DataConverter
 from temporalio.envconfig import ClientConfigProfile
 
 from worker.config import ConfigError, TemporalSection
@@ -86,11 +87,12 @@ def resolve_target(
     return Target(resolved_address, resolved_namespace, connect)
 
 
-async def connect(target: Target) -> Client:
-    """A client with the pydantic data converter, which every toolcalls payload needs."""
+async def connect(target: Target, converter: DataConverter | None = None) -> Client:
+    """A client with ``converter``: the deployment's (``worker.payloads.converter``), default
+    the pydantic data converter, which every toolcalls payload needs."""
     return await Client.connect(
         target.address,
         namespace=target.namespace,
-        data_converter=pydantic_data_converter,
+        data_converter=converter or pydantic_data_converter,
         **target.connect,
     )

@@ -1,7 +1,8 @@
 """``ToolCallsPlugin``: what a Temporal client, worker and replayer need for tool calls.
 
-Given to a client it sets the data converter every toolcalls payload needs; given to a worker (or
-to the client the worker is built from) it adds ``ToolCallWorkflow``, the ``plan`` activity and
+Given to a client it sets the deployment's data converter (pydantic payloads, the ``[codec]``
+encryption, the ``[payloads]`` store: ``worker.payloads.converter``); given to a worker (or to the
+client the worker is built from) it adds ``ToolCallWorkflow``, the ``plan`` activity and
 the activities of the enabled tools this worker serves, built from the families' declarations;
 given to a replayer it adds the workflow and the converter. The ``toolcalls worker`` binary builds
 its worker through it too, so a user's own worker and ours serve calls the same way.
@@ -14,6 +15,11 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from temporalio.client import Client
+from temporalio.converter import (
+    DefaultFailureConverter,
+    DefaultFailureConverterWithEncodedAttributes,
+)
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import ReplayerConfig, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
@@ -25,7 +31,7 @@ from activities.grants import GrantFinder
 from activities.notifications import Notifier
 from activities.runtime import ToolRuntime
 from worker.config import Config, ConfigError, build_catalog
-from workflows.client import pydantic_converter, with_pydantic_converter
+from worker.payloads.converter import PayloadPipeline, payload_pipeline
 from workflows.grants import GrantWorkflow
 from workflows.tool_call import ToolCallWorkflow
 
@@ -88,6 +94,10 @@ class ToolCallsPlugin(SimplePlugin):
 
     ``families`` and ``instances`` (prebuilt objects for tool classes, by class) are for tests and
     for deployments that add families of their own.
+
+    Raises:
+        ConfigError: the ``[codec]`` keys cannot be read, or an extra the configuration needs is
+            missing.
     """
 
     def __init__(
@@ -98,11 +108,12 @@ class ToolCallsPlugin(SimplePlugin):
         instances: Mapping[type, object] | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(PLUGIN_NAME, data_converter=pydantic_converter)
         self.config = config if config is not None else Config()
+        self._environ = os.environ if environ is None else environ
+        self.payloads: PayloadPipeline = payload_pipeline(self.config, self._environ)
+        super().__init__(PLUGIN_NAME, data_converter=self.payloads.converter)
         self.families = tuple(families)
         self._instances = dict(instances or {})
-        self._environ = os.environ if environ is None else environ
         self._served: dict[str, ServedQueue] = {}
 
     def served(self, task_queue: str) -> ServedQueue:
@@ -130,8 +141,9 @@ class ToolCallsPlugin(SimplePlugin):
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
         config = super().configure_worker(config)
         # A worker takes its converter from its client: one without the pydantic payload
-        # converter could not decode a single toolcalls payload.
-        config["client"] = with_pydantic_converter(config["client"])
+        # converter, the deployment's codec and store could not read a single toolcalls payload.
+        client = self._with_converter(config["client"])
+        config["client"] = client
         served = self.served(config["task_queue"])
         deployment = served.config
         runtime = ToolRuntime(
@@ -139,6 +151,8 @@ class ToolCallsPlugin(SimplePlugin):
             deployment.ceiling_policy(),
             approvers=deployment.approvers,
             webhooks=[webhook.name for webhook in deployment.notifications.webhooks],
+            result_bytes=deployment.payloads.result_bytes,
+            codec=client.data_converter.payload_codec,
             instances={
                 **build_instances(
                     served.config,
@@ -157,7 +171,6 @@ class ToolCallsPlugin(SimplePlugin):
             activities += runtime.workflow_activities(local if served.workflows else ())
         if served.workflows:
             # The workflow's own helpers: the standing-grant lookup and the notifications.
-            client = config["client"]
             activities += GrantFinder(client).activities()
             activities += Notifier(
                 deployment.notifications, namespace=client.namespace, environ=self._environ
@@ -171,10 +184,29 @@ class ToolCallsPlugin(SimplePlugin):
 
     def configure_replayer(self, config: ReplayerConfig) -> ReplayerConfig:
         config = super().configure_replayer(config)
+        # A replay writes nothing to history: its failures (a payload that cannot be fetched,
+        # say) keep their messages instead of the encoded form an encrypting worker sends.
+        converter = config.get("data_converter")
+        if (
+            converter is not None
+            and converter.failure_converter_class is DefaultFailureConverterWithEncodedAttributes
+        ):
+            config["data_converter"] = dataclasses.replace(
+                converter, failure_converter_class=DefaultFailureConverter
+            )
         config["workflows"] = [*config.get("workflows", ()), ToolCallWorkflow, GrantWorkflow]
         # Replay checks determinism, so it always re-imports the workflow code in the sandbox.
         config["workflow_runner"] = self._runner(config.get("workflow_runner"), isolate=True)
         return config
+
+    def _with_converter(self, client: Client) -> Client:
+        """``client``, or a client on the same connection with this plugin's converter."""
+        converter = self.payloads.converter(client.data_converter)
+        if converter is client.data_converter:
+            return client
+        settings = client.config()
+        settings["data_converter"] = converter
+        return Client(**settings)
 
     @staticmethod
     def _runner(existing: WorkflowRunner | None, *, isolate: bool) -> WorkflowRunner:
@@ -213,6 +245,7 @@ def build_instances(
         implementations,
         state_dir=Path(config.state_dir),
         environ=os.environ if environ is None else environ,
+        result_bytes=config.payloads.result_bytes,
     )
     built: dict[type, object] = {}
     for family in families:

@@ -3,7 +3,9 @@
 Export a call's history with ``temporal workflow show -w ID --output json > ID.json`` (or the
 UI's download) and replay it here before deploying an upgrade: a nondeterministic history is a call
 this version would break if it were still running, so the change needs ``workflow.patched``. The
-replay uses the worker's own sandbox and data converter and needs no server.
+replay uses the worker's own sandbox and data converter and needs no server; with ``--config`` the
+deployment's converter, so that encrypted histories decrypt and claims to payloads stored outside
+history are fetched from the store (which must then be reachable).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 from worker.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError
+from worker.config import Config
 from worker.plugin import ToolCallsPlugin
 from worker.render import dumps, shorten
 from workflows.models import WORKFLOW_NAME
@@ -86,13 +89,14 @@ def load_history(path: Path) -> WorkflowHistory:
     return WorkflowHistory(workflow_id, history.events)
 
 
-async def replay(paths: Sequence[str]) -> list[Report]:
-    """Replay each file against this version's ``ToolCallWorkflow``, in order."""
+async def replay(paths: Sequence[str], config: Config | None = None) -> list[Report]:
+    """Replay each file against this version's ``ToolCallWorkflow``, in order, with the data
+    converter of ``config`` (its codec and store)."""
     # Core logs every failed replay task as a warning; the report says it once, on one line.
     logging.getLogger("temporalio").setLevel(logging.CRITICAL)
     replayer = Replayer(
         workflows=[],
-        plugins=[ToolCallsPlugin()],
+        plugins=[ToolCallsPlugin(config)],
         runtime=Runtime(
             telemetry=TelemetryConfig(
                 logging=LoggingConfig(
@@ -128,13 +132,18 @@ def _failure_message(failure: Exception) -> str:
     """The core's own message (``[TMPRL1100] Nondeterminism error: ...``) out of the failure's
     debug dump, on one line."""
     text = str(failure)
+    if "TMPRL1105" in text:
+        return (
+            "the history holds claims to payloads stored outside history, and no store is "
+            "configured: replay with --config naming the deployment's [payloads] store"
+        )
     inner = _CORE_MESSAGE.search(text)
     return shorten(inner.group(1) if inner else text, REASON_CHARS)
 
 
-async def run(args: argparse.Namespace) -> int:
+async def run(args: argparse.Namespace, config: Config | None = None) -> int:
     """``toolcalls replay``: print a report per file; exit 1 on a failure, 2 on a bad file."""
-    reports = await replay(args.histories)
+    reports = await replay(args.histories, config)
     if args.json:
         print(dumps([asdict(report) for report in reports]))
     else:

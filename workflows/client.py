@@ -163,10 +163,13 @@ class ToolCallClient:
         task_queue: str = DEFAULT_TASK_QUEUE,
         **connect: Any,
     ) -> ToolCallClient:
-        """Connect with the pydantic data converter every toolcalls payload needs."""
-        client = await Client.connect(
-            address, namespace=namespace, data_converter=pydantic_data_converter, **connect
-        )
+        """Connect with the pydantic data converter every toolcalls payload needs.
+
+        A deployment that encrypts or stores payloads passes its own converter, which keeps its
+        codec and store: ``data_converter=worker.payloads.converter.data_converter(config)``.
+        """
+        connect.setdefault("data_converter", pydantic_data_converter)
+        client = await Client.connect(address, namespace=namespace, **connect)
         return cls(client, task_queue=task_queue)
 
     def handle(self, workflow_id: str) -> Handle:

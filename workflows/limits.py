@@ -12,6 +12,7 @@ no codec), or a client's data converter with its codec.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 from temporalio.api.common.v1 import Payload, Payloads
@@ -78,6 +79,10 @@ def oversized_payload(what: str, size: int, limit: int = PAYLOAD_LIMIT_BYTES) ->
 
 
 async def _encoded(converter: DataConverter, value: object) -> int:
+    # Measured as it would go inline: encoding through an external store would store it (an
+    # object no history ever claims) and measure only the claim.
+    if converter.external_storage is not None:
+        converter = dataclasses.replace(converter, external_storage=None)
     return encoded_size(await converter.encode([value]))
 
 

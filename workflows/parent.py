@@ -16,6 +16,10 @@ one ``ToolCalls`` and charged in the order the calls were made; a call over it e
 first, so such calls are planned by the deployment (the ``plan`` activity on its task queue)
 before the child starts; a call the plan refuses (unknown tool, invalid arguments) ends there too,
 without a child.
+
+The parent's worker encodes each child's request and decodes its result, so its client needs the
+deployment's data converter: ``pydantic_data_converter``, or, for a deployment that encrypts or
+stores payloads, ``worker.data_converter("toolcalls.toml")`` (docs/payloads.md).
 """
 
 from __future__ import annotations

@@ -88,6 +88,11 @@ def _problems(settings: DatabaseFamilySettings, deployment: Deployment) -> list[
             problems.append(f"database.path: {db.path} is a symlink; give the file itself")
         elif not db.path.is_file():
             problems.append(f"database.path: {db.path} is not an existing file")
+    if db.max_result_bytes > deployment.result_bytes:
+        problems.append(
+            f"database.max_result_bytes: at most {deployment.result_bytes}, the deployment's "
+            "result limit (more needs a [payloads] store and its max_result_bytes)"
+        )
     for name in enabled:
         limit = deployment.start_to_close(name)
         if limit is not None and db.timeout_seconds >= limit:

@@ -15,7 +15,11 @@ from activities.documents.models import (
     SearchDocumentArgs,
     SearchDocumentResult,
 )
-from activities.documents.settings import DocumentSettings
+from activities.documents.settings import (
+    MAX_OUTPUT_CHARS_CEILING,
+    DocumentSettings,
+    output_chars_ceiling,
+)
 from activities.documents.tools import EXTRA, PARSER_REPORT_MARGIN, DocumentTools
 from activities.family import Deployment, Family, FamilySettings, Resources
 from activities.files.paths import Roots
@@ -74,7 +78,7 @@ def _build(settings: DocumentFamilySettings, resources: Resources) -> Iterable[o
         return []
     docs = settings.documents
     roots = resources.open("documents.roots", lambda: Roots(docs.roots))
-    return [DocumentTools(docs, roots)]
+    return [DocumentTools(docs, roots, result_bytes=resources.result_bytes)]
 
 
 def _problems(settings: DocumentFamilySettings, deployment: Deployment) -> list[str]:
@@ -87,6 +91,14 @@ def _problems(settings: DocumentFamilySettings, deployment: Deployment) -> list[
     problems = roots_problems(
         "documents.roots", docs.roots, enabled, on_this_host=deployment.runs_here(enabled)
     )
+    ceiling = output_chars_ceiling(deployment.result_bytes)
+    if docs.max_output_chars > ceiling:
+        more = (
+            "; more needs a payload store ([payloads] store)"
+            if ceiling == MAX_OUTPUT_CHARS_CEILING
+            else " (payloads.max_result_bytes)"
+        )
+        problems.append(f"documents.max_output_chars: at most {ceiling}{more}")
     for name in enabled:
         limit = deployment.start_to_close(name)
         if limit is not None and docs.timeout_seconds + PARSER_REPORT_MARGIN > limit:

@@ -7,6 +7,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from activities.catalog import MAX_PAYLOAD_BYTES, output_bytes
 from activities.files.names import portable_root
 
 MAX_FILE_BYTES = 8_388_608
@@ -15,7 +16,9 @@ MAX_OUTPUT_CHARS = 20_000
 """The spec's ``max_output_chars``: text and cell characters of one extraction together."""
 MAX_OUTPUT_CHARS_CEILING = 100_000
 """Escaping can cost up to eleven JSON bytes a character; ``read_document`` leaves out trailing
-sections past 1,000,000 bytes (``tools.MAX_RESULT_BYTES``)."""
+sections past 1,000,000 bytes (``tools.MAX_RESULT_BYTES``). A deployment that stores large
+payloads outside history (``[payloads]``) may go up to its result limit in characters instead:
+the sections that do not fit in bytes are still left out."""
 MAX_SECTIONS = 100
 MAX_SECTIONS_CEILING = 1_000
 MAX_ARCHIVE_BYTES = 33_554_432
@@ -29,6 +32,13 @@ MIN_MEMORY_BYTES = 134_217_728
 """Below this the interpreter and a parser library cannot even start."""
 
 
+def output_chars_ceiling(result_bytes: int) -> int:
+    """The most ``max_output_chars`` may be when a result may reach ``result_bytes``."""
+    if result_bytes <= MAX_PAYLOAD_BYTES:
+        return MAX_OUTPUT_CHARS_CEILING
+    return max(MAX_OUTPUT_CHARS_CEILING, output_bytes(result_bytes))
+
+
 class DocumentSettings(BaseModel):
     """``read_document`` and ``search_document``: roots, and the limits of one extraction."""
 
@@ -37,7 +47,9 @@ class DocumentSettings(BaseModel):
     roots: list[Annotated[Path, AfterValidator(portable_root)]] = Field(default_factory=list)
     """Absolute directories; every path must be inside one (the file tools' rules)."""
     max_file_bytes: int = Field(default=MAX_FILE_BYTES, gt=0)
-    max_output_chars: int = Field(default=MAX_OUTPUT_CHARS, gt=0, le=MAX_OUTPUT_CHARS_CEILING)
+    max_output_chars: int = Field(default=MAX_OUTPUT_CHARS, gt=0)
+    """At most ``MAX_OUTPUT_CHARS_CEILING``, or the result limit with a payload store (checked
+    with the deployment, ``output_chars_ceiling``)."""
     max_sections: int = Field(default=MAX_SECTIONS, gt=0, le=MAX_SECTIONS_CEILING)
     max_archive_bytes: int = Field(default=MAX_ARCHIVE_BYTES, gt=0)
     timeout_seconds: float = Field(default=TIMEOUT_SECONDS, gt=0, le=MAX_TIMEOUT_SECONDS)

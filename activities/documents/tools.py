@@ -5,9 +5,9 @@ opens the file through ``Roots`` (the file tools' rules: absolute paths, no ``..
 no special files, by the kernel), checks its size, and hands the open descriptor to a parser
 process as its standard input, so nothing re-resolves the path. The parser (``extract``) runs in
 its own process group with an address-space and CPU ceiling; the worker heartbeats while it
-waits, reads at most ``MAX_PARSER_OUTPUT_BYTES`` of its answer, and kills the group on timeout,
-cancellation or worker shutdown. A parser that hangs or explodes costs one killed process, never
-the worker's event loop or memory.
+waits, reads at most ``MAX_PARSER_OUTPUT_BYTES`` of its answer (more with a payload store), and
+kills the group on timeout, cancellation or worker shutdown. A parser that hangs or explodes costs
+one killed process, never the worker's event loop or memory.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
 
 from activities.base import CallContext
+from activities.catalog import MAX_PAYLOAD_BYTES, output_bytes
 from activities.child_process import collect, ended, kill
 from activities.documents import extract
 from activities.documents.models import (
@@ -58,10 +59,11 @@ SNIPPET_CONTEXT = 60
 """Characters of context on each side of a match."""
 EXTRA = Extra("documents", tuple(sorted(set(extract.EXTRA_MODULES.values()))))
 """The parsers; they run on the worker's own interpreter, so what the worker lacks, they lack."""
-MAX_RESULT_BYTES = 1_000_000
+MAX_RESULT_BYTES = output_bytes(MAX_PAYLOAD_BYTES)
 """A ``read_document`` result's JSON stays below the central payload cap (1 MiB): characters
 bound the extraction, but escaping and the brackets of many one-character cells can cost up to
-eleven bytes a character; trailing sections that do not fit are left out (``truncated``)."""
+eleven bytes a character; trailing sections that do not fit are left out (``truncated``). With a
+payload store the cap is the deployment's result limit, and this grows with it."""
 _ENV = {"LC_ALL": "C.UTF-8"}
 
 
@@ -88,15 +90,24 @@ class DocumentTools:
     """The document tools, confined to ``roots``.
 
     ``parser`` is the command that extracts one document (the limits are appended as options);
-    it defaults to this interpreter running ``extract.py`` in isolated mode.
+    it defaults to this interpreter running ``extract.py`` in isolated mode. ``result_bytes`` is
+    what a result may reach in this deployment (more than 1 MiB with a payload store).
     """
 
     def __init__(
-        self, settings: DocumentSettings, roots: Roots, *, parser: Sequence[str] | None = None
+        self,
+        settings: DocumentSettings,
+        roots: Roots,
+        *,
+        parser: Sequence[str] | None = None,
+        result_bytes: int = MAX_PAYLOAD_BYTES,
     ) -> None:
         self.settings = settings
         self.roots = roots
         self.parser = tuple(parser or (sys.executable, "-I", PARSER_SCRIPT))
+        self.max_result_bytes = output_bytes(result_bytes)
+        # The parser's JSON answer for the largest extraction a result may carry, with room.
+        self.max_parser_output = MAX_PARSER_OUTPUT_BYTES * result_bytes // MAX_PAYLOAD_BYTES
 
     async def read_document(self, args: ReadDocumentArgs, call: CallContext) -> ReadDocumentResult:
         """The located text and table rows of a document, within the deployment's limits."""
@@ -108,7 +119,7 @@ class DocumentTools:
             sections=[],
             truncated=doc.truncated,
         )
-        room = MAX_RESULT_BYTES - len(result.model_dump_json().encode())
+        room = self.max_result_bytes - len(result.model_dump_json().encode())
         sections: list[Section] = []
         for part in doc.parts:
             room -= len(part.section.model_dump_json().encode()) + 1
@@ -228,7 +239,7 @@ class DocumentTools:
         try:
             async with Heartbeat(path=path, format=fmt, pid=process.pid):
                 out, err, overflow = await asyncio.wait_for(
-                    collect(process, MAX_PARSER_OUTPUT_BYTES), timeout
+                    collect(process, self.max_parser_output), timeout
                 )
         except TimeoutError:
             raise tool_error(
@@ -240,7 +251,7 @@ class DocumentTools:
         if overflow:
             raise tool_error(
                 ErrorCode.EXECUTION_FAILED,
-                f"{tool}: {path}: the parser wrote more than {MAX_PARSER_OUTPUT_BYTES} bytes",
+                f"{tool}: {path}: the parser wrote more than {self.max_parser_output} bytes",
             )
         try:
             payload = json.loads(out)

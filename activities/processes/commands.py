@@ -23,6 +23,7 @@ from pydantic_core import to_json
 from temporalio import activity
 
 from activities.base import CallContext
+from activities.catalog import MAX_PAYLOAD_BYTES, output_bytes
 from activities.errors import tool_error
 from activities.heartbeat import Heartbeat
 from activities.processes.code_env import loads_code, refusal, refused_env
@@ -46,9 +47,10 @@ from activities.processes.runner import (
 from activities.processes.settings import ProcessSettings, ShellSettings
 from workflows.models import ErrorCode, Prepared, PreviewArtifact
 
-MAX_RESULT_BYTES = 1_000_000
+MAX_RESULT_BYTES = output_bytes(MAX_PAYLOAD_BYTES)
 """A result's JSON stays below the central payload cap (``MAX_PAYLOAD_BYTES``, 1 MiB) even when
-escaping (control characters, replaced bytes) makes it larger than the output it carries."""
+escaping (control characters, replaced bytes) makes it larger than the output it carries. With a
+payload store (``[payloads]``) the cap is the deployment's result limit, and this grows with it."""
 
 
 class ProcessTools:
@@ -62,11 +64,18 @@ class ProcessTools:
     """
 
     def __init__(
-        self, process: ProcessSettings, shell: ShellSettings, ledger: ProcessLedger
+        self,
+        process: ProcessSettings,
+        shell: ShellSettings,
+        ledger: ProcessLedger,
+        *,
+        result_bytes: int = MAX_PAYLOAD_BYTES,
     ) -> None:
+        """``result_bytes``: what a result may reach in this deployment (``Resources``)."""
         self.process = process
         self.shell = shell
         self.ledger = ledger
+        self.max_result_bytes = output_bytes(result_bytes)
         ledger.reap()
 
     async def prepare_execute_command(
@@ -163,24 +172,25 @@ class ProcessTools:
                 raise tool_error(
                     ErrorCode.CANCELED,
                     f"{tool}: {why}; the process group was killed",
-                    output=fit(partial).model_dump(mode="json"),
+                    output=fit(partial, self.max_result_bytes).model_dump(mode="json"),
                 ) from None
             except OSError as exc:
                 raise tool_error(
                     ErrorCode.EXECUTION_FAILED,
                     f"{tool}: {spec.argv[0]}: cannot run: {(exc.strerror or str(exc)).lower()}",
                 ) from None
-        return fit(result)
+        return fit(result, self.max_result_bytes)
 
 
-def fit(result: ProcessResult) -> ProcessResult:
-    """``result`` with stdout/stderr cut (and ``truncated`` set) until its JSON fits the cap."""
-    if len(result.model_dump_json().encode()) <= MAX_RESULT_BYTES:
+def fit(result: ProcessResult, limit: int = MAX_RESULT_BYTES) -> ProcessResult:
+    """``result`` with stdout/stderr cut (and ``truncated`` set) until its JSON is at most
+    ``limit`` bytes."""
+    if len(result.model_dump_json().encode()) <= limit:
         return result
     for name in sorted(("stdout", "stderr"), key=lambda n: -len(getattr(result, n))):
         text: str = getattr(result, name)
         result = result.model_copy(update={name: "", "truncated": True})
-        room = MAX_RESULT_BYTES - len(result.model_dump_json().encode())
+        room = limit - len(result.model_dump_json().encode())
         if room <= 0:
             continue
         # The longest prefix whose JSON fits: escaping makes a character cost 1 to 6 bytes.

@@ -79,7 +79,14 @@ def process_ledger(resources: Resources) -> ProcessLedger:
 def _build(settings: ProcessFamilySettings, resources: Resources) -> Iterable[object]:
     if not resources.serves(ProcessTools):
         return []
-    return [ProcessTools(settings.process, settings.shell, process_ledger(resources))]
+    return [
+        ProcessTools(
+            settings.process,
+            settings.shell,
+            process_ledger(resources),
+            result_bytes=resources.result_bytes,
+        )
+    ]
 
 
 def _problems(settings: ProcessFamilySettings, deployment: Deployment) -> list[str]:

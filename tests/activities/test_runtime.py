@@ -26,6 +26,7 @@ from activities.base import CallContext
 from activities.capabilities import default_ceiling
 from activities.catalog import MAX_PAYLOAD_BYTES, Catalog, CatalogSettings
 from activities.runtime import ToolRuntime
+from tests.support.payloads import keys
 from tests.support.tools import (
     ALL_TOOL_NAMES,
     ALL_TOOLS,
@@ -35,6 +36,8 @@ from tests.support.tools import (
     SleepResult,
     WriteArgs,
 )
+from worker.payloads.codec import EncryptionCodec
+from worker.payloads.keys import parse_keys
 from workflows.models import (
     WORKFLOW_NAME,
     ApprovalRecord,
@@ -120,11 +123,12 @@ ALLOW_ALL = CapabilityPolicy(default_effect=Effect.ALLOW)
 
 @asynccontextmanager
 async def tool_worker(
-    client: Client, task_queue: str, ceiling: CapabilityPolicy | None = None
+    client: Client, task_queue: str, ceiling: CapabilityPolicy | None = None, **options: Any
 ) -> AsyncIterator[CountingProbes]:
-    """Every probe tool's activities behind the runtime guard, plus the stand-in workflows."""
+    """Every probe tool's activities behind the runtime guard, plus the stand-in workflows;
+    ``options`` go to ``ToolRuntime`` (``result_bytes``, ``codec``)."""
     probes = CountingProbes()
-    runtime = ToolRuntime(CATALOG, ceiling, instances={ProbeTools: probes})
+    runtime = ToolRuntime(CATALOG, ceiling, instances={ProbeTools: probes}, **options)
     async with Worker(
         client,
         task_queue=task_queue,
@@ -330,6 +334,30 @@ async def test_result_over_the_payload_cap(client: Client, task_queue: str) -> N
     )
     # The tool ran both times; only the oversized result was kept from leaving the worker.
     assert probes.runs == {"probe_echo": 2}
+
+
+async def test_the_cap_measures_the_payload_after_the_codec(
+    client: Client, task_queue: str
+) -> None:
+    keyring = parse_keys(keys("k1"), "test")
+    big = planned("probe_echo", {"size": MAX_PAYLOAD_BYTES + MAX_PAYLOAD_BYTES // 2})
+    at_plain_cap = planned("probe_echo", {"size": MAX_PAYLOAD_BYTES - 11})
+    # Compressed, a result of 1.5 MiB of one repeated byte is a few kilobytes: it leaves.
+    squeezed = EncryptionCodec(keyring, compress=True)
+    async with tool_worker(client, task_queue, ALLOW_ALL, codec=squeezed):
+        fits = await attempt(client, task_queue, big)
+    assert fits.error_type is None, fits.message
+    # Encrypted, a result at the plain cap grows past it (nonce, tag, the inner metadata).
+    async with tool_worker(client, task_queue, ALLOW_ALL, codec=EncryptionCodec(keyring)):
+        grown = await attempt(client, task_queue, at_plain_cap)
+    assert grown.error_type == "output_too_large"
+    size = int(grown.message.split(" bytes;")[0].rsplit(" ", 1)[1])
+    assert MAX_PAYLOAD_BYTES < size < MAX_PAYLOAD_BYTES + 100
+    # A raised limit (a deployment with a payload store) admits what 1 MiB would not.
+    async with tool_worker(client, task_queue, ALLOW_ALL, result_bytes=2 * MAX_PAYLOAD_BYTES):
+        raised = await attempt(client, task_queue, planned("probe_echo", {"size": 1_500_000}))
+    assert raised.error_type is None, raised.message
+    assert len(raised.output["text"]) == 1_500_000
 
 
 async def test_preview_over_the_payload_cap(client: Client, task_queue: str) -> None:

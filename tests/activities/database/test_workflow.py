@@ -195,8 +195,19 @@ def test_the_deadline_must_end_inside_the_activity(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match=r"database\.timeout_seconds: Input should be less"):
         parse_config({"database": {"timeout_seconds": 60}})
-    with pytest.raises(ConfigError, match=r"database\.max_result_bytes: Input should be less"):
-        parse_config({"database": {"max_result_bytes": 2_000_000}})
+    assert (
+        "database.max_result_bytes: at most 1048576, the deployment's result limit (more needs "
+        "a [payloads] store and its max_result_bytes)"
+    ) in problems(database={"path": str(path), "max_result_bytes": 2_000_000})
+    stored = {"store": "local", "local": {"path": str(tmp_path / "payloads")}}
+    config = parse_config(
+        {
+            "tools": TOOLS,
+            "database": {"path": str(path), "max_result_bytes": 2_000_000},
+            "payloads": stored,
+        }
+    )
+    assert build_catalog(config).get("query_database") is not None
 
 
 def test_the_family_is_built_from_the_settings(tmp_path: Path) -> None:

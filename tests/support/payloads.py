@@ -1,0 +1,53 @@
+"""Keys, stored payloads and histories for the payload tests."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from worker.payloads.keys import new_key_line
+
+ENCRYPTED = base64.b64encode(b"binary/encrypted").decode()
+
+
+def key_bytes(key_id: str) -> bytes:
+    """A fixed 32-byte key for ``key_id`` (tests only), so separate processes agree on it."""
+    return hashlib.sha256(f"toolcalls test key {key_id}".encode()).digest()
+
+
+def key_line(key_id: str, key: bytes) -> str:
+    return new_key_line(key_id, key)
+
+
+def keys(*ids: str) -> str:
+    """The ``id=base64key`` pairs of ``ids``' test keys, newest first."""
+    return ",".join(key_line(key_id, key_bytes(key_id)) for key_id in ids)
+
+
+def payloads_in(node: Any, inside: str = "") -> Iterator[dict[str, Any]]:
+    """Every payload (``{"metadata": ..., "data": ...}``) in a history exported as JSON that the
+    data converter wrote: not search attributes (never encoded), nor the local activity marker's
+    own bookkeeping (its ``data`` detail: sequence number, attempt, activity type, times), which
+    the SDK's core writes."""
+    if isinstance(node, dict):
+        if isinstance(node.get("metadata"), dict) and "encoding" in node["metadata"]:
+            yield node
+        for key, value in node.items():
+            if key == "searchAttributes" or (inside == "details" and key == "data"):
+                continue
+            yield from payloads_in(value, key)
+    elif isinstance(node, list):
+        for item in node:
+            yield from payloads_in(item, inside)
+
+
+def metadata(payload: dict[str, Any], key: str) -> str:
+    return base64.b64decode(payload["metadata"][key]).decode()
+
+
+def decoded_data(payload: dict[str, Any]) -> bytes:
+    data = payload.get("data", "")
+    return base64.b64decode(data) if isinstance(data, str) else json.dumps(data).encode()
