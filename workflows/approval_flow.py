@@ -34,6 +34,7 @@ from workflows.models import (
     CallPlan,
     CallStatus,
     DecisionInput,
+    EditProposal,
     Effect,
     ErrorCode,
     EventKind,
@@ -56,9 +57,9 @@ class ApprovalFlow(GrantsAndNotices):
     """Everything ``ToolCallWorkflow`` does between "this needs a human" and "approved"."""
 
     def _init_approvals(self) -> None:
-        self._edit_queue: list[tuple[DecisionInput, str, int]] = []
+        self._edit_queue: list[tuple[DecisionInput, str, int, bool]] = []
         """Approvals with edited arguments, waiting for the main loop to plan them again."""
-        self._edit_results: dict[int, ApprovalRecord | str] = {}
+        self._edit_results: dict[int, ApprovalRecord | ApprovalRequest | str] = {}
         """Each processed edit's outcome by its number: the new record, or why refused."""
         self._edits_sent = 0
         self._grant_queue: list[tuple[ApprovalRecord, DecisionInput]] = []
@@ -221,18 +222,37 @@ class ApprovalFlow(GrantsAndNotices):
             await workflow.wait_condition(lambda: number in self._edit_results)
             outcome = self._edit_results.pop(number)
             if isinstance(outcome, str):
-                raise ApplicationError(
-                    outcome,
-                    type="rejected",
-                    non_retryable=True,
-                    category=ApplicationErrorCategory.BENIGN,
-                )
+                raise _rejected(outcome)
+            assert isinstance(outcome, ApprovalRecord)
             return outcome
         return self._accept(decision, decision.approved, "update")
 
     @decide.validator
     def _validate_decide(self, decision: ApprovalDecision) -> None:
         problem = self._decision_problem(decision, decision.approved)
+        if problem:
+            raise ValueError(problem)
+
+    @workflow.update
+    async def edit(self, proposal: EditProposal) -> ApprovalRequest:
+        """Propose other arguments without approving: the call is planned and prepared again and
+        the new request (new id, digest and preview) waits for decisions. An approver who wants
+        to see the edited preview before approving edits first, then approves."""
+        decision = proposal.as_decision()
+        problem = self._decision_problem(decision, True)
+        if problem:
+            raise ApplicationError(problem, type="rejected", non_retryable=True)
+        number = self._queue_edit(decision, "update", approve=False)
+        await workflow.wait_condition(lambda: number in self._edit_results)
+        outcome = self._edit_results.pop(number)
+        if isinstance(outcome, str):
+            raise _rejected(outcome)
+        assert isinstance(outcome, ApprovalRequest)
+        return outcome
+
+    @edit.validator
+    def _validate_edit(self, proposal: EditProposal) -> None:
+        problem = self._decision_problem(proposal.as_decision(), True)
         if problem:
             raise ValueError(problem)
 
@@ -301,14 +321,14 @@ class ApprovalFlow(GrantsAndNotices):
 
     # Edits ----------------------------------------------------------------------------------
 
-    def _queue_edit(self, decision: DecisionInput, via: str) -> int:
+    def _queue_edit(self, decision: DecisionInput, via: str, *, approve: bool = True) -> int:
         """Hand an edit to the main loop (planning needs an activity); its number."""
         self._edits_sent += 1
-        self._edit_queue.append((decision, via, self._edits_sent))
+        self._edit_queue.append((decision, via, self._edits_sent, approve))
         return self._edits_sent
 
     async def _apply_edit(
-        self, plan: CallPlan, decision: DecisionInput, via: str, number: int
+        self, plan: CallPlan, decision: DecisionInput, via: str, number: int, approve: bool
     ) -> CallPlan:
         """Plan and prepare the edited arguments; the approver's approval binds to them."""
         old = self._approvals
@@ -357,6 +377,11 @@ class ApprovalFlow(GrantsAndNotices):
         await self._request_approval(edited, verdict, old.request.expires_at)
         approvals = self._approvals
         assert approvals is not None
+        if not approve:
+            # Proposed only: the new request waits for decisions like any other.
+            assert self._pending_approval is not None
+            self._edit_results[number] = self._pending_approval
+            return edited
         bound = decision.model_copy(
             update={
                 "request_id": approvals.request.request_id,
@@ -366,3 +391,10 @@ class ApprovalFlow(GrantsAndNotices):
         )
         self._edit_results[number] = self._accept(bound, True, via)
         return edited
+
+
+def _rejected(reason: str) -> ApplicationError:
+    """An update's failure for an edit the workflow refused after its validator let it in."""
+    return ApplicationError(
+        reason, type="rejected", non_retryable=True, category=ApplicationErrorCategory.BENIGN
+    )

@@ -145,3 +145,22 @@ class ArgumentEdit(_Model):
     original_digest: str
     edited: dict[str, Any]
     digest: str
+
+
+class EditProposal(_Model):
+    """The payload of the ``edit`` update: other arguments for the pending request, not approved."""
+
+    request_id: str
+    digest: str
+    editor: str = Field(default="", max_length=MAX_APPROVER_CHARS)
+    arguments: dict[str, Any]
+    reason: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
+
+    def as_decision(self) -> DecisionInput:
+        return DecisionInput(
+            request_id=self.request_id,
+            digest=self.digest,
+            approver=self.editor,
+            reason=self.reason,
+            arguments=self.arguments,
+        )

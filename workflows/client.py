@@ -53,6 +53,7 @@ from workflows.models import (
     ApprovalRequest,
     CallState,
     DecisionInput,
+    EditProposal,
     GrantTerms,
     Phase,
     ToolCallRequest,
@@ -410,6 +411,27 @@ class ToolCallClient:
             reason=reason,
         )
         return await self.decide(workflow_id, decision)
+
+    async def propose_edit(
+        self, workflow_id: str, arguments: dict[str, Any], *, editor: str = ""
+    ) -> ApprovalRequest:
+        """Propose other arguments for the pending request without approving them; the new
+        request (with its own preview) is returned, or ``NoPendingRequest`` with the reason the
+        workflow gave. Needs a worker serving the call (it plans and previews the edit)."""
+        pending = await self.pending_approval(workflow_id)
+        proposal = EditProposal(
+            request_id=pending.request_id,
+            digest=pending.digest,
+            editor=editor,
+            arguments=arguments,
+        )
+        await check_payload(self.client.data_converter, "the edit", proposal)
+        try:
+            return await self.handle(workflow_id).execute_update(
+                ToolCallWorkflow.edit, proposal, rpc_timeout=self.update_timeout
+            )
+        except WorkflowUpdateFailedError as exc:
+            raise NoPendingRequest(f"{workflow_id}: edit refused: {_reason(exc)}") from None
 
     async def grants(self, *, tool: str | None = None) -> list[Grant]:
         """The standing grants in force (from visibility: no worker needed)."""

@@ -23,6 +23,7 @@ from workflows.approval_models import (
     ApprovalRule as ApprovalRule,
     ArgumentEdit as ArgumentEdit,
     DecisionInput as DecisionInput,
+    EditProposal as EditProposal,
     GrantScope as GrantScope,
     GrantTerms as GrantTerms,
     Prepared as Prepared,

@@ -19,7 +19,14 @@ from tests.support.harness import (
     update_rejection,
     wait_for,
 )
-from workflows.models import CallStatus, CapabilityPolicy, Effect, ErrorCode, EventKind
+from workflows.models import (
+    CallStatus,
+    CapabilityPolicy,
+    EditProposal,
+    Effect,
+    ErrorCode,
+    EventKind,
+)
 from workflows.tool_call import ToolCallWorkflow
 
 OPS = {"groups": {"ops": ["alice", "bob"], "security": ["carol"]}}
@@ -275,3 +282,39 @@ async def test_a_denial_cannot_carry_an_edit(client: Client, task_queue: str) ->
         )
         assert refused == "a denial cannot edit the arguments or create a grant"
         await handle.terminate("test over")
+
+
+async def test_an_edit_can_be_proposed_and_its_preview_approved_after(
+    client: Client, task_queue: str
+) -> None:
+    config = make_config(
+        task_queue, approvers=approvers(**{"filesystem.write": {"approvers": ["ops"]}})
+    )
+    async with running_worker(client, config) as probes:
+        handle = await start_call(client, task_queue, "probe_write", {"token": "draft"})
+        pending = await pending_approval(handle)
+        proposal = EditProposal(
+            request_id=pending.request_id,
+            digest=pending.digest,
+            editor="alice",
+            arguments={"token": "final"},
+        )
+        proposed = await handle.execute_update(ToolCallWorkflow.edit, proposal)
+        # The new request shows the edited call's own preview, and nothing is approved yet.
+        assert proposed.request_id != pending.request_id
+        assert proposed.arguments == {"token": "final"}
+        assert [a.text for a in proposed.preview] == ["+final\n"]
+        assert proposed.approved_by == []
+        assert probes.runs == {}
+        stale = await update_rejection(
+            handle, ToolCallWorkflow.decide, decision(pending, approver="bob")
+        )
+        assert stale.startswith("unknown or stale request id")
+        await handle.execute_update(ToolCallWorkflow.decide, decision(proposed, approver="bob"))
+        result = await asyncio.wait_for(handle.result(), 30)
+    assert result.status is CallStatus.COMPLETED
+    assert result.output is not None
+    assert result.output["token"] == "final"
+    assert result.approval is not None
+    assert result.approval.approver == "bob"
+    assert [(e.by, e.edited) for e in result.edits] == [("alice", {"token": "final"})]
