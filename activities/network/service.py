@@ -15,8 +15,8 @@ confined, beyond the network guard it sends through (``activities.network.guard`
 - a non-2xx answer keeps its ``status_code`` and never copies the remote body into a message.
 
 :func:`continuation` checks a service's next-page link against the first request's https host
-and collection before it is followed; :func:`service_failure` turns every failure into the tool
-error a model or an operator can act on.
+and collection before it is followed; :func:`service_failure` (``service_errors``) turns every
+failure into the tool error a model or an operator can act on.
 """
 
 from __future__ import annotations
@@ -28,30 +28,21 @@ import os
 import re
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
-from temporalio.exceptions import ApplicationError
 
-from activities.errors import tool_error
-from activities.network.failures import nothing_sent
-from activities.network.guard import (
-    Limits,
-    NetworkError,
-    NetworkGuard,
-    NetworkTimeout,
-    NetworkUnavailable,
-    NoSuchHost,
-    Resolver,
-    TooLarge,
-    TransportFailed,
-    URLRefused,
-    any_address,
-    retry_after,
+from activities.network.guard import Limits, NetworkGuard, Resolver, any_address
+from activities.network.service_errors import (
+    MAX_RETRY_AFTER,
+    CredentialError,
+    LinkRefused,
+    ServiceAnswerError,
+    ServiceError,
+    ServiceStatusError,
+    service_failure,
 )
-from workflows.models import ErrorCode
 
 __all__ = [
     "MAX_RESPONSE_BYTES",
@@ -76,8 +67,6 @@ MAX_RESPONSE_BYTES = 2 * 1024 * 1024
 """The spec's cap on a service response, on the wire and after content decoding."""
 MAX_SECRET_FILE_BYTES = 64 * 1024
 """A token file larger than this is not a token."""
-MAX_RETRY_AFTER = timedelta(minutes=5)
-"""A rate limit asking for a longer wait is reported, not turned into a retry delay."""
 USER_AGENT = "toolcalls/0.1"
 JSON_TYPES = ("application/json", "+json")
 _RATE_LIMIT_REASONS = frozenset({"ratelimitexceeded", "userratelimitexceeded"})
@@ -86,44 +75,6 @@ _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9_.]{0,63}")
 
 Credentials = Callable[[], Awaitable[Mapping[str, str]]]
 """Headers that authenticate one request, read afresh each time it is sent."""
-
-
-class ServiceError(Exception):
-    """A service request failed for a reason other than the network; ``reason`` is short and
-    lowercase, and holds no remote text and no secret."""
-
-    status_code: int | None = None
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class CredentialError(ServiceError):
-    """The credential is not where the deployment said, or is not usable; nothing was sent."""
-
-
-class ServiceStatusError(ServiceError):
-    """The service answered with a status the caller did not accept (redirects included)."""
-
-    def __init__(self, status_code: int, headers: httpx.Headers, rate_limited: bool) -> None:
-        super().__init__(f"answered http {status_code}")
-        self.status_code = status_code
-        self.retry_after = retry_after(headers.get("retry-after"))
-        self.rate_limited = rate_limited
-        """429, or a 403 the service marks as a rate limit."""
-
-
-class ServiceAnswerError(ServiceError):
-    """The service answered a 2xx that cannot be read (not JSON, not the documented shape)."""
-
-    def __init__(self, reason: str, status_code: int | None = None) -> None:
-        super().__init__(reason)
-        self.status_code = status_code
-
-
-class LinkRefused(ServiceError):
-    """A continuation link points outside the first request's host and collection."""
 
 
 @dataclass(frozen=True)
@@ -390,129 +341,3 @@ def continuation(
         if given and given != original.params.get_list(name):
             raise LinkRefused(f"the next-page link changes {name}")
     return parsed
-
-
-def service_failure(
-    tool: str,
-    service: str,
-    exc: ServiceError | NetworkError,
-    *,
-    write: bool,
-    not_found: str = "",
-    fixed_host: bool = True,
-    output: Mapping[str, Any] | None = None,
-) -> ApplicationError:
-    """The tool error for a failed service request, charged to whoever can act on it.
-
-    ``write``: the request would change something; once it may have reached the service, the
-    result is ``uncertain`` and never retried. ``not_found``: what a 404 means here (which
-    setting to check). ``fixed_host``: the host is the code's (a name that does not resolve is
-    the resolver's failure), not the deployment's. ``output`` is added to the error's output,
-    with the ``status_code`` of an answer.
-    """
-    where = f"{tool}: {service}"
-    details: dict[str, Any] = dict(output or {})
-    status = exc.status_code
-    if status is not None:
-        details["status_code"] = status
-
-    def error(code: ErrorCode, message: str, **options: Any) -> ApplicationError:
-        return tool_error(code, f"{where} {message}", output=details or None, **options)
-
-    if isinstance(exc, CredentialError):
-        return error(ErrorCode.CONFIGURATION_ERROR, f"credential: {exc.reason}")
-    if isinstance(exc, ServiceStatusError):
-        return _status_failure(exc, error, write=write, not_found=not_found)
-    if isinstance(exc, ServiceError):  # an unreadable 2xx answer, a refused link
-        if write and status is not None:
-            return error(
-                ErrorCode.UNCERTAIN,
-                f"answered {status} but {exc.reason}: the change was probably applied; check "
-                "before calling again",
-            )
-        return error(ErrorCode.EXECUTION_FAILED, exc.reason)
-    return _network_failure(exc, error, write=write, fixed_host=fixed_host)
-
-
-def _status_failure(
-    exc: ServiceStatusError,
-    error: Callable[..., ApplicationError],
-    *,
-    write: bool,
-    not_found: str,
-) -> ApplicationError:
-    status = exc.status_code
-    assert status is not None
-    if exc.rate_limited:
-        delay = exc.retry_after
-        wait = f"; retry after {delay.total_seconds():g} s" if delay is not None else ""
-        retry = not write and (delay is None or delay <= MAX_RETRY_AFTER)
-        # A rate-limited request was not carried out: a write may be sent again later.
-        return error(
-            ErrorCode.EXECUTION_FAILED,
-            f"answered {status} (rate limited){wait}" + ("; nothing was changed" if write else ""),
-            retryable=retry,
-            next_retry_delay=delay if retry else None,
-        )
-    if status == 401:
-        return error(
-            ErrorCode.CONFIGURATION_ERROR,
-            "answered 401: the access token is missing, expired or revoked",
-        )
-    if status == 403:
-        return error(
-            ErrorCode.CONFIGURATION_ERROR,
-            "answered 403: the credential may not do this (a missing scope or permission)",
-        )
-    if status == 404:
-        hint = f" ({not_found})" if not_found else ""
-        code = ErrorCode.CONFIGURATION_ERROR if not_found else ErrorCode.EXECUTION_FAILED
-        return error(code, f"answered 404: not found{hint}")
-    if status in (409, 412):
-        return error(ErrorCode.PRECONDITION_FAILED, f"answered {status}: conflict")
-    if 300 <= status < 400:
-        return error(ErrorCode.EXECUTION_FAILED, f"answered {status}: redirects are not followed")
-    if status >= 500:
-        if write:
-            return error(
-                ErrorCode.UNCERTAIN,
-                f"answered {status} (service error): the change may have been applied; check "
-                "before calling again",
-            )
-        return error(
-            ErrorCode.EXECUTION_FAILED, f"answered {status} (service error)", retryable=True
-        )
-    return error(ErrorCode.EXECUTION_FAILED, f"answered {status}")
-
-
-def _network_failure(
-    exc: NetworkError,
-    error: Callable[..., ApplicationError],
-    *,
-    write: bool,
-    fixed_host: bool,
-) -> ApplicationError:
-    reason = exc.reason
-    if isinstance(exc, TooLarge):
-        if write and exc.status_code is not None and 200 <= exc.status_code < 300:
-            return error(
-                ErrorCode.UNCERTAIN,
-                f"answered {exc.status_code} with {reason}: the change was probably applied",
-            )
-        return error(ErrorCode.OUTPUT_TOO_LARGE, f"answer too large: {reason}; ask for less")
-    if isinstance(exc, URLRefused) and not (fixed_host and isinstance(exc, NoSuchHost)):
-        # The code or the deployment wrote the URL: the deployment has to act.
-        return error(ErrorCode.CONFIGURATION_ERROR, f"refused by the network guard: {reason}")
-    if write and not nothing_sent(exc):
-        return error(
-            ErrorCode.UNCERTAIN,
-            f"failed after the request may have been sent ({reason}): the change may have been "
-            "applied; check before calling again",
-        )
-    if isinstance(exc, NetworkUnavailable | NoSuchHost):
-        # A fixed service name that does not resolve can only be the worker's resolver failing.
-        return error(ErrorCode.NETWORK_UNAVAILABLE, reason, retryable=True)
-    if isinstance(exc, NetworkTimeout):
-        return error(ErrorCode.TIMED_OUT, reason, retryable=not write)
-    transient = not isinstance(exc, TransportFailed) or exc.transient
-    return error(ErrorCode.EXECUTION_FAILED, reason, retryable=transient and not write)
