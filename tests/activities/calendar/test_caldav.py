@@ -18,7 +18,7 @@ from activities.calendar.models import CreateCalendarEventArgs, ListCalendarEven
 from activities.calendar.settings import CalendarSettings
 from activities.calendar.tokens import PageToken, creation_id
 from activities.calendar.tools import CalendarTools
-from tests.activities.calendar.conftest import Radicale
+from tests.activities.calendar.conftest import Radicale, TLSRadicale
 from tests.support.calendars import (
     PASSWORD,
     PASSWORD_ENV,
@@ -285,3 +285,24 @@ async def test_an_unreadable_event_on_the_server_is_an_error_not_a_crash(
     assert [(e["uid"], e["start"], e["end"]) for e in page.items] == [
         ("odd", "2026-01-07T10:00:00+00:00", "2026-01-07T10:00:00+00:00")
     ]
+
+
+async def test_https_with_a_private_ca_is_verified_against_the_ca_file(
+    radicale_tls: TLSRadicale,
+) -> None:
+    server = radicale_tls.server
+    collection = server.new_calendar()
+    trusted = caldav(collection, ca_file=radicale_tls.ca_file)
+    created = await run(trusted.create_calendar_event, CreateCalendarEventArgs(**LUNCH))
+    assert server.resources(collection) == [f"{created.creation_id}.ics"]
+    assert [item["uid"] for item in (await listing(trusted)).items] == [created.creation_id]
+    # Without the deployment's CA the certificate does not verify: refused, never sent.
+    untrusted = caldav(collection)
+    listed = await failure(listing(untrusted))
+    assert (listed.type, listed.non_retryable) == (ErrorCode.EXECUTION_FAILED.value, True)
+    assert "certificate" in listed.message
+    refused = await failure(
+        run(untrusted.create_calendar_event, CreateCalendarEventArgs(**LUNCH), call("wf:other"))
+    )
+    assert refused.type == ErrorCode.EXECUTION_FAILED.value
+    assert len(server.resources(collection)) == 1

@@ -78,6 +78,7 @@ async def test_a_listing_asks_for_expanded_events_in_start_order() -> None:
         "maxResults": "3",
         "q": "stand up",
     }
+    assert b"timeMin=2026-01-05T00%3A00%3A00%2B01%3A00" in sent.url.query  # not a space
     assert sent.headers["authorization"] == f"Bearer {TOKEN}"
     # The service's own fields, untouched: the recurring instance and the all-day boundaries.
     assert page.items == [standup(5), holiday, standup(6)]
