@@ -36,7 +36,8 @@ class CalendarBackend(Protocol):
     ``create_event`` returns the created event with its ``"id"``. A ``create_event`` that also
     takes a ``creation_id`` keyword gets the call's identity: use it as the service's
     client-chosen id, so that the same call can never create two events. An optional
-    ``query_help`` string tells the model what ``query`` matches.
+    ``query_help`` string tells the model what ``query`` matches; an optional ``calendar``
+    string names the calendar in approval previews and page tokens.
     """
 
     async def list_events(
