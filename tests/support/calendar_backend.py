@@ -3,6 +3,7 @@ events in memory, the spec's ``CalendarBackend`` protocol plus the ``creation_id
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from typing import Any
 
@@ -100,3 +101,18 @@ class NotABackend:
 def make_memory(name: str) -> MemoryCalendar:
     """A factory, as a deployment might name one."""
     return MemoryCalendar(name)
+
+
+class SlowCalendar:
+    """A backend whose service never answers in time."""
+
+    def __init__(self, seconds: float = 30) -> None:
+        self.seconds = seconds
+
+    async def list_events(self, **kwargs: Any) -> dict[str, Any]:
+        await asyncio.sleep(self.seconds)
+        return {"items": [], "next_page_token": None}
+
+    async def create_event(self, **kwargs: Any) -> dict[str, Any]:
+        await asyncio.sleep(self.seconds)
+        return {"id": "late"}

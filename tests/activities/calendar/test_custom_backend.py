@@ -126,3 +126,17 @@ def test_a_backend_that_cannot_be_loaded_says_why(
 ) -> None:
     with pytest.raises(BackendLoadError, match=says):
         load_backend(path, options)
+
+
+async def test_timeout_seconds_bounds_the_whole_operation() -> None:
+    tools = CalendarTools(
+        CalendarSettings(
+            backend=f"{MODULE}:SlowCalendar", options={"seconds": 30}, timeout_seconds=0.3
+        ),
+        environ={},
+    )
+    listed = await failure(run(tools.list_calendar_events, ListCalendarEventsArgs(**WEEK)))
+    assert (listed.type, listed.non_retryable) == (ErrorCode.TIMED_OUT.value, False)
+    created = await failure(run(tools.create_calendar_event, CreateCalendarEventArgs(**LUNCH)))
+    assert created.type == ErrorCode.UNCERTAIN.value
+    assert created.details[0]["output"] == {"creation_id": creation_id("wf-1:call-1")}

@@ -7,6 +7,7 @@ exists), including recurring instances, all-day events, errors, a redirect and a
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -343,3 +344,17 @@ async def test_the_first_heartbeat_reports_the_identity() -> None:
         "calendar": "primary",
     }
     assert all(TOKEN not in str(beat) for beat in beats)
+
+
+async def test_a_service_that_does_not_answer_in_time() -> None:
+    async def silent(request: httpx.Request) -> httpx.Response:
+        await asyncio.sleep(30)
+        raise AssertionError("unreachable")
+
+    replay = ServiceReplay().then(silent, silent)
+    tools = google(replay, timeout_seconds=0.3)
+    listed = await failure(run(tools.list_calendar_events, ListCalendarEventsArgs(**WEEK)))
+    assert (listed.type, listed.non_retryable) == (ErrorCode.TIMED_OUT.value, False)
+    created = await failure(run(tools.create_calendar_event, CreateCalendarEventArgs(**LUNCH)))
+    assert created.type == ErrorCode.UNCERTAIN.value
+    assert created.details[0]["output"]["creation_id"] == creation_id("wf-1:call-1")
