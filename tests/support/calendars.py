@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -73,7 +73,12 @@ async def run(
     return await env.run(method, args, context or call())
 
 
-Answer = httpx.Response | Callable[[httpx.Request], httpx.Response]
+Answer = (
+    httpx.Response
+    | Callable[[httpx.Request], httpx.Response]
+    | Callable[[httpx.Request], Awaitable[httpx.Response]]
+)
+"""A composed response, or a handler making one (an async handler may take its time)."""
 
 
 @dataclass
@@ -83,7 +88,7 @@ class ServiceReplay:
     answers: list[Answer] = field(default_factory=list)
     requests: list[httpx.Request] = field(default_factory=list)
 
-    def __call__(self, request: httpx.Request) -> httpx.Response:
+    def __call__(self, request: httpx.Request) -> Any:
         self.requests.append(request)
         if not self.answers:
             raise AssertionError(f"unexpected request {request.method} {request.url}")
