@@ -7,6 +7,7 @@ with its declaration (``activities.family.Family``) and one line here.
 
 from __future__ import annotations
 
+from activities.calendar import CALENDAR
 from activities.catalog import ToolSpec
 from activities.core import CORE
 from activities.database import DATABASE
@@ -27,6 +28,7 @@ BUILTIN_FAMILIES: tuple[AnyFamily, ...] = (
     NETWORK,
     DOCUMENTS,
     DATABASE,
+    CALENDAR,
 )
 
 BUILTIN_TOOLS: tuple[ToolSpec, ...] = tuple(

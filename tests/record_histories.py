@@ -155,6 +155,13 @@ async def uncertain(client: Client, queue: str) -> Handle:
     return await start_call(client, queue, "probe_stall", {"seconds": 5})
 
 
+async def uncertain_progress(client: Client, queue: str) -> Handle:
+    """A write that heartbeats, lost at its deadline: the result carries its last heartbeat."""
+    return await start_call(
+        client, queue, "probe_sleep", {"seconds": 30}, timeout=timedelta(seconds=3)
+    )
+
+
 async def _pending(handle: Handle) -> ApprovalRequest:
     state = await wait_for(handle, lambda s: s.pending_approval is not None)
     assert state.pending_approval is not None
@@ -232,6 +239,7 @@ APPROVERS = {
 SECTIONS: dict[str, dict[str, Any]] = {
     "canceled": {"ceiling": {"default_effect": "allow"}},
     "uncertain": {"ceiling": {"default_effect": "allow"}},
+    "uncertain_progress": {"ceiling": {"default_effect": "allow"}},
     "two_approvers": {
         "approvers": {
             **APPROVERS,
@@ -277,6 +285,7 @@ SCENARIOS: dict[str, Scenario] = {
     "escalated": escalated,
     "granted": granted,
     "notified": notified,
+    "uncertain_progress": uncertain_progress,
 }
 EXPECTED_STATUS = {
     "allowed": "completed",
@@ -298,6 +307,7 @@ EXPECTED_STATUS = {
     "escalated": "completed",
     "granted": "completed",
     "notified": "completed",
+    "uncertain_progress": "uncertain",
 }
 """The status each recorded history ends with; the replay test checks the files against it."""
 
