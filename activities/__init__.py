@@ -6,15 +6,14 @@
 from activities.base import CallContext, ToolArgs, ToolResult
 from activities.capabilities import CAPABILITIES, default_ceiling
 from activities.catalog import (
-    DEFINITION_FORMATS,
     Catalog,
     CatalogError,
     CatalogSettings,
-    DefinitionFormat,
     Timeouts,
     ToolSpec,
     call_digest,
 )
+from activities.definitions import DEFINITION_FORMATS, DefinitionFormat
 from activities.errors import tool_error
 from activities.family import Deployment, Extra, Family, FamilySettings, NoSettings, Resources
 from activities.heartbeat import Heartbeat

@@ -52,3 +52,5 @@ class CallContext:
     idempotency_key: str
     approval: ApprovalRecord | None
     precondition: dict[str, Any] | None
+    visible_tools: list[str] | None = None
+    """For a discovery tool: the tools this call may use, from its plan."""

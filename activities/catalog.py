@@ -14,19 +14,20 @@ model-facing tool definitions, in Anthropic's, OpenAI's or MCP's shape.
 from __future__ import annotations
 
 import hashlib
-import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Literal, get_args
+from typing import Any
 
 import rfc8785
 from pydantic import BaseModel, ValidationError
 
 from activities.base import ToolArgs
 from activities.capabilities import CAPABILITIES
+from activities.definitions import DefinitionFormat, definition, snapshot_digest, visible
 from activities.errors import invalid_arguments, oversized_arguments, uncanonical_arguments
-from activities.schema import strict_schema
+from activities.limits import MAX_ARGUMENTS_BYTES
+from activities.spec_checks import CatalogError as CatalogError, check_spec, check_timeouts
 from workflows import policy
 from workflows.approvers import ApproversSettings, resolve as approvers_for
 from workflows.models import (
@@ -43,32 +44,6 @@ from workflows.models import (
 MAX_READ_ATTEMPTS = 3
 DEFAULT_SCHEDULE_TO_START = timedelta(minutes=1)
 DEFAULT_QUESTION_TIMEOUT = timedelta(seconds=300)
-HEARTBEAT_REQUIRED_AFTER = timedelta(seconds=10)
-"""A tool allowed to run longer than this must heartbeat, or cancellation never reaches it."""
-MAX_PAYLOAD_BYTES = 1024 * 1024
-"""No activity result over this leaves a worker (Temporal rejects 2 MiB), unless the deployment
-stores large payloads outside history (``[payloads]``), which raises the limit."""
-MAX_STORED_RESULT_BYTES = 64 * 1024 * 1024
-"""The most a deployment's result limit may be with a payload store (``[payloads]
-max_result_bytes``): a worker holds a few copies of a result while it converts, encrypts and
-stores it."""
-RESULT_ENVELOPE_BYTES = MAX_PAYLOAD_BYTES - 1_000_000
-"""What a tool that cuts its own output keeps back from the result limit for the rest of its
-result: 1 MiB less this is the 1,000,000 bytes the tools cut their output to by default."""
-MAX_ARGUMENTS_BYTES = MAX_PAYLOAD_BYTES + 64 * 1024
-"""The canonical JSON of one call's arguments. The workflow carries them in several payloads
-(the plan, the activity input, the pending approval's memo beside a bounded preview), each under
-Temporal's 2 MB limit, so the sum of per-argument limits (two 1 MiB texts of ``edit_file``) is
-refused here, at plan, before anything is asked or run."""
-
-
-def output_bytes(result_bytes: int) -> int:
-    """The bytes a tool may give its output when its result may reach ``result_bytes``."""
-    return result_bytes - RESULT_ENVELOPE_BYTES
-
-
-_TOOL_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
-
 Capabilities = Sequence[str] | Callable[[Any], Sequence[str]]
 
 
@@ -97,6 +72,12 @@ class ToolSpec:
     capabilities: Capabilities
     timeouts: Timeouts | None
     implementation: type | None
+    capability_sets: tuple[tuple[str, ...], ...] = ()
+    """For capabilities that depend on the arguments: every set a call can need (``git``: status
+    needs ``git.read``, commit ``git.write``), so discovery can tell a tool no call may use."""
+    sees_catalog: bool = False
+    """The tool looks at the other tools (discovery): the plan gives it the ones this call may
+    use (``CallPlan.visible_tools``)."""
 
     def capabilities_for(self, args: ToolArgs) -> list[str]:
         """The capabilities this particular call needs."""
@@ -110,16 +91,8 @@ class ToolSpec:
         )
 
 
-DefinitionFormat = Literal["anthropic", "openai", "mcp"]
-"""The shapes ``Catalog.definitions`` exports tool definitions in."""
-DEFINITION_FORMATS: tuple[DefinitionFormat, ...] = get_args(DefinitionFormat)
-
 DEFAULT_TOOLS = ("calculator", "current_datetime", "ask_user")
 """Tools enabled when the deployment does not say: the ones that need no configuration."""
-
-
-class CatalogError(ValueError):
-    """The catalog or its settings are invalid; the message names the tool and the option."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +110,8 @@ class CatalogSettings:
     """Run ``pure`` tools as local activities when this worker serves them."""
     timeouts: Mapping[str, Timeouts] = field(default_factory=dict)
     """Per-tool overrides of the declared timeouts."""
+    profiles: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """Named subsets of the enabled tools (``[profiles.NAME]``), as tool names."""
 
 
 def canonical_call(tool: str, arguments: Mapping[str, Any]) -> bytes:
@@ -162,7 +137,7 @@ class Catalog:
         for spec in specs:
             if spec.name in all_specs:
                 raise CatalogError(f"tool {spec.name!r} is declared twice")
-            _validate_spec(spec)
+            check_spec(spec)
             all_specs[spec.name] = spec
         unknown = [name for name in self.settings.enabled if name not in all_specs]
         if unknown:
@@ -176,6 +151,7 @@ class Catalog:
             for name, spec in self._specs.items()
             if spec.timeouts is not None
         }
+        self._digests: dict[str, str] = {}
 
     def _validate_settings(self) -> None:
         s = self.settings
@@ -198,7 +174,11 @@ class Catalog:
         for name, timeouts in s.timeouts.items():
             if self._specs[name].timeouts is None:
                 raise CatalogError(f"{name}: runs inside the workflow and has no timeouts")
-            _validate_timeouts(name, timeouts)
+            check_timeouts(name, timeouts)
+        for profile, names in s.profiles.items():
+            missing = [name for name in names if name not in self._specs]
+            if missing:
+                raise CatalogError(f"profile {profile}: {', '.join(missing)} not enabled")
 
     def __contains__(self, name: object) -> bool:
         return name in self._specs
@@ -238,16 +218,21 @@ class Catalog:
         webhooks: Sequence[str] = (),
     ) -> PlanOutcome:
         """Validate a call and fix everything about it that replay must not recompute."""
+        profile = request.profile
+        if profile is not None and profile not in self.settings.profiles:
+            return PlanOutcome(error=_denied(f"no profile {profile[:64]!r} on this deployment"))
+        offered = self.settings.profiles[profile] if profile is not None else list(self._specs)
         spec = self._specs.get(request.tool)
         if spec is None:
             return PlanOutcome(
                 error=ToolError(
                     code=ErrorCode.UNKNOWN_TOOL,
-                    message=(
-                        f"unknown tool {request.tool[:64]!r}; available: {', '.join(self._specs)}"
-                    ),
+                    message=f"unknown tool {request.tool[:64]!r}; available: {', '.join(offered)}",
                 )
             )
+        if spec.name not in offered:
+            # Like a call the ceiling denies: no approval can add a tool to a profile.
+            return PlanOutcome(error=_denied(f"{spec.name}: not in profile {profile}"))
         try:
             args = spec.arguments.model_validate(request.arguments)
         except ValidationError as exc:
@@ -301,96 +286,35 @@ class Catalog:
                 else None,
                 approval_rule=approvers_for(approvers, spec.name, capabilities),
                 webhooks=list(webhooks),
+                profile=profile,
+                profile_digest=self.profile_digest(profile) if profile is not None else None,
+                visible_tools=(
+                    visible([self._specs[n] for n in offered], ceiling, request.policy)
+                    if spec.sees_catalog
+                    else None
+                ),
             )
         )
 
-    def definitions(self, format: DefinitionFormat = "anthropic") -> list[dict[str, Any]]:
-        """Model-facing definitions of every enabled tool, in one provider's shape.
+    def definitions(
+        self, format: DefinitionFormat = "anthropic", profile: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Model-facing definitions of the enabled tools (or a profile's), in one provider's
+        shape (``activities.definitions``)."""
+        return [definition(spec, format) for spec in self.specs_of(profile)]
 
-        ``anthropic``: ``name``, ``description``, ``input_schema`` (the default, and what
-        ``toolcalls tools --json`` prints); ``openai``: a strict function tool, ``type``, ``name``,
-        ``description``, ``parameters``, ``strict``; ``mcp``: an MCP tool, ``name``,
-        ``description``, ``inputSchema``. The schema is the same strict one in each.
-        """
-        if format not in DEFINITION_FORMATS:
-            raise ValueError(
-                f"unknown definition format {format!r}; one of {', '.join(DEFINITION_FORMATS)}"
-            )
-        return [
-            _definition(format, spec.name, spec.description, strict_schema(spec.arguments))
-            for spec in self._specs.values()
-        ]
+    def specs_of(self, profile: str | None) -> list[ToolSpec]:
+        """The enabled tools, or a profile's; ``KeyError`` for a profile there is not."""
+        if profile is None:
+            return list(self._specs.values())
+        return [self._specs[name] for name in self.settings.profiles[profile]]
 
-
-def _definition(
-    format: DefinitionFormat, name: str, description: str, schema: dict[str, Any]
-) -> dict[str, Any]:
-    if format == "openai":
-        return {
-            "type": "function",
-            "name": name,
-            "description": description,
-            "parameters": schema,
-            "strict": True,
-        }
-    key = "inputSchema" if format == "mcp" else "input_schema"
-    return {"name": name, "description": description, key: schema}
+    def profile_digest(self, profile: str) -> str:
+        """A profile's snapshot identity (``activities.definitions.snapshot_digest``)."""
+        if profile not in self._digests:
+            self._digests[profile] = snapshot_digest(self.specs_of(profile))
+        return self._digests[profile]
 
 
-def _nested_models(annotation: Any, seen: set[type[BaseModel]]) -> Iterator[type[BaseModel]]:
-    """Every model reachable from ``annotation`` (through lists, unions, ...), once."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        if annotation in seen:
-            return
-        seen.add(annotation)
-        yield annotation
-        for info in annotation.model_fields.values():
-            yield from _nested_models(info.annotation, seen)
-    for arg in get_args(annotation):
-        yield from _nested_models(arg, seen)
-
-
-def _validate_spec(spec: ToolSpec) -> None:
-    if not _TOOL_NAME.fullmatch(spec.name):
-        raise CatalogError(f"tool name {spec.name!r} must match {_TOOL_NAME.pattern}")
-    if not spec.description.strip():
-        raise CatalogError(f"{spec.name}: description is empty")
-    if not callable(spec.capabilities):
-        unknown = [cap for cap in spec.capabilities if cap not in CAPABILITIES]
-        if unknown:
-            raise CatalogError(f"{spec.name}: unknown capabilities {', '.join(unknown)}")
-    impl = spec.implementation
-    if (impl is None) != (spec.timeouts is None):
-        raise CatalogError(
-            f"{spec.name}: an activity-backed tool needs both implementation and timeouts"
-        )
-    if impl is not None and not callable(getattr(impl, spec.name, None)):
-        raise CatalogError(f"{spec.name}: {impl.__name__} has no method {spec.name!r}")
-    if spec.timeouts is not None:
-        _validate_timeouts(spec.name, spec.timeouts)
-    try:
-        strict_schema(spec.arguments)
-    except ValueError as exc:
-        raise CatalogError(f"{spec.name}: arguments have no strict schema: {exc}") from None
-    # The strict schema makes every defaulted property nullable, at any depth; only ToolArgs
-    # turns that null back into the default, so a nested plain model would refuse it.
-    for model in _nested_models(spec.arguments, set()):
-        defaulted = [name for name, info in model.model_fields.items() if not info.is_required()]
-        if defaulted and not issubclass(model, ToolArgs):
-            raise CatalogError(
-                f"{spec.name}: nested argument model {model.__name__} has defaults "
-                f"({', '.join(defaulted)}) and must subclass ToolArgs, so null means the default"
-            )
-
-
-def _validate_timeouts(name: str, timeouts: Timeouts) -> None:
-    if timeouts.start_to_close <= timedelta(0):
-        raise CatalogError(f"{name}: start_to_close must be positive")
-    heartbeat = timeouts.heartbeat
-    if heartbeat is not None and not timedelta(0) < heartbeat < timeouts.start_to_close:
-        raise CatalogError(f"{name}: heartbeat must be positive and shorter than start_to_close")
-    if heartbeat is None and timeouts.start_to_close > HEARTBEAT_REQUIRED_AFTER:
-        raise CatalogError(
-            f"{name}: start_to_close over {HEARTBEAT_REQUIRED_AFTER.total_seconds():g}s "
-            "needs a heartbeat timeout"
-        )
+def _denied(message: str) -> ToolError:
+    return ToolError(code=ErrorCode.POLICY_DENIED, message=message)

@@ -11,6 +11,7 @@ from activities.calendar import CALENDAR
 from activities.catalog import ToolSpec
 from activities.core import CORE
 from activities.database import DATABASE
+from activities.discovery import DISCOVERY
 from activities.documents import DOCUMENTS
 from activities.family import AnyFamily
 from activities.files import FILES
@@ -29,6 +30,7 @@ BUILTIN_FAMILIES: tuple[AnyFamily, ...] = (
     DOCUMENTS,
     DATABASE,
     CALENDAR,
+    DISCOVERY,
 )
 
 BUILTIN_TOOLS: tuple[ToolSpec, ...] = tuple(

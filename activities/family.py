@@ -19,7 +19,8 @@ from typing import Any, Generic, TypeAlias, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict
 
-from activities.catalog import MAX_PAYLOAD_BYTES, ToolSpec
+from activities.catalog import Catalog, ToolSpec
+from activities.limits import MAX_PAYLOAD_BYTES
 
 S = TypeVar("S", bound="FamilySettings")
 T = TypeVar("T")
@@ -97,10 +98,13 @@ class Resources:
         state_dir: Path,
         environ: Mapping[str, str],
         result_bytes: int = MAX_PAYLOAD_BYTES,
+        catalog: Catalog | None = None,
     ) -> None:
         """``served``: each tool this worker serves, and the class whose method runs it;
-        ``result_bytes``: what a tool's result may reach (``Deployment.result_bytes``)."""
+        ``result_bytes``: what a tool's result may reach (``Deployment.result_bytes``);
+        ``catalog``: the deployment's enabled tools, for a family that describes them."""
         self._served = dict(served)
+        self.catalog = catalog
         self.state_dir = state_dir
         self.environ = environ
         self.result_bytes = result_bytes

@@ -30,8 +30,9 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from activities.base import CallContext, ToolArgs
 from activities.capabilities import default_ceiling
-from activities.catalog import MAX_PAYLOAD_BYTES, Catalog, ToolSpec, call_digest
+from activities.catalog import Catalog, ToolSpec, call_digest
 from activities.errors import invalid_arguments, tool_error
+from activities.limits import MAX_PAYLOAD_BYTES
 from workflows import policy
 from workflows.approvers import ApproversSettings
 from workflows.limits import CODEC_MARGIN_BYTES
@@ -241,6 +242,7 @@ async def _call(spec: ToolSpec, method: ToolMethod, args: ToolArgs, input: Execu
         idempotency_key=input.idempotency_key,
         approval=input.approval,
         precondition=input.precondition,
+        visible_tools=input.visible_tools,
     )
     try:
         return await method(args, context)

@@ -18,7 +18,7 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
-from activities.catalog import DEFINITION_FORMATS
+from activities.definitions import DEFINITION_FORMATS
 from worker import arguments, commands, replay
 from worker.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError
 from worker.config import Config, ConfigError, load_config

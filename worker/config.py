@@ -136,6 +136,21 @@ class ActivitiesSection(_Section):
     timeouts: dict[str, TimeoutsSection] = Field(default_factory=dict)
 
 
+class ProfileSection(_Section):
+    """``[profiles.NAME]``: the tools of one profile, by name or ``FAMILY.*``."""
+
+    tools: list[str] = Field(min_length=1)
+    description: str | None = None
+
+    @field_validator("tools")
+    @classmethod
+    def _entries(cls, tools: list[str]) -> list[str]:
+        twice = sorted({entry for entry in tools if tools.count(entry) > 1})
+        if twice:
+            raise ValueError(f"listed twice: {', '.join(twice)}")
+        return tools
+
+
 class DevSection(_Section):
     """The embedded dev server of ``toolcalls worker --dev`` and ``toolcalls dev``."""
 
@@ -160,6 +175,8 @@ class BaseConfig(_Section):
     temporal: TemporalSection = Field(default_factory=TemporalSection)
     worker: WorkerSection = Field(default_factory=WorkerSection)
     ceiling: CeilingSection | None = None
+    profiles: dict[str, ProfileSection] = Field(default_factory=dict)
+    """Named subsets of the enabled tools a request may be held to (``profile``)."""
     approvers: ApproversSettings | None = None
     """Who may approve what; without the section anyone may decide, as one approver."""
     notifications: NotificationsSettings = Field(default_factory=NotificationsSettings)
@@ -189,9 +206,10 @@ class BaseConfig(_Section):
     def ceiling_policy(self) -> CapabilityPolicy:
         return self.ceiling.policy() if self.ceiling is not None else default_ceiling()
 
-    def catalog_settings(self) -> CatalogSettings:
+    def catalog_settings(self, profiles: Mapping[str, list[str]] | None = None) -> CatalogSettings:
         acts = self.activities
         return CatalogSettings(
+            profiles=dict(profiles or {}),
             enabled=self.tools,
             task_queues=acts.task_queues,
             schedule_to_start=timedelta(seconds=acts.schedule_to_start_seconds),
@@ -328,13 +346,45 @@ def build_catalog(
             for key in config.approvers.rules
             if not _matches_something(key, known)
         ]
+    profiles, wrong = resolve_profiles(config, families)
+    problems += wrong
     problems += config_problems(config, families)
     if problems:
         raise ConfigError(f"{source}: " + "; ".join(problems))
     try:
-        return Catalog(specs, config.catalog_settings())
+        return Catalog(specs, config.catalog_settings(profiles))
     except CatalogError as exc:
         raise ConfigError(f"{source}: {exc}") from None
+
+
+def resolve_profiles(
+    config: Config, families: Sequence[AnyFamily]
+) -> tuple[dict[str, list[str]], list[str]]:
+    """Each ``[profiles.NAME]`` as enabled tool names (``FAMILY.*`` is a family's enabled tools),
+    and what is wrong with the entries."""
+    by_family = {
+        family.name: [
+            spec.name
+            for spec in family.offered(config.family_settings(family))
+            if spec.name in config.tools
+        ]
+        for family in families
+    }
+    resolved: dict[str, list[str]] = {}
+    problems = []
+    for name, profile in config.profiles.items():
+        tools: list[str] = []
+        for entry in profile.tools:
+            if entry.endswith(".*") and entry[:-2] in by_family:
+                found = by_family[entry[:-2]]
+            elif entry in config.tools:
+                found = [entry]
+            else:
+                problems.append(f"profiles.{name}.tools: {entry} is not an enabled tool or family")
+                continue
+            tools += [tool for tool in found if tool not in tools]
+        resolved[name] = tools
+    return resolved, problems
 
 
 def _matches_something(key: str, tools: Sequence[str]) -> bool:

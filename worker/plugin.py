@@ -246,6 +246,7 @@ def build_instances(
         state_dir=Path(config.state_dir),
         environ=os.environ if environ is None else environ,
         result_bytes=config.payloads.result_bytes,
+        catalog=catalog,
     )
     built: dict[type, object] = {}
     for family in families:

@@ -124,7 +124,10 @@ class CallBase:
         outcome = await self._plan_call(self._request.arguments)
         if outcome.plan is None:
             error = outcome.error or ToolError(code=ErrorCode.INTERNAL, message="plan gave nothing")
-            raise _Ended(self._end_with(CallStatus.FAILED, error))
+            if error.code is ErrorCode.POLICY_DENIED:
+                self._event(EventKind.POLICY_DENIED, error.message)
+            status = _STATUS_FOR_CODE.get(error.code, CallStatus.FAILED)
+            raise _Ended(self._end_with(status, error))
         plan: CallPlan = outcome.plan
         self._plan = plan
         self._search_updates += [
@@ -144,6 +147,8 @@ class CallBase:
                     tool=self._request.tool,
                     arguments=arguments,
                     task_queue=self._request.task_queue,
+                    profile=self._request.profile,
+                    policy=self._request.policy,
                 ),
                 result_type=PlanOutcome,
                 start_to_close_timeout=PLAN_TIMEOUT,
@@ -279,6 +284,7 @@ class CallBase:
             idempotency_key=f"{self._workflow_id}:{self._call_id}",
             approval=self._approval,
             precondition=self._precondition,
+            visible_tools=plan.visible_tools,
         )
 
     async def _wait(self, done: Callable[[], bool], timeout: timedelta | None) -> bool:

@@ -161,6 +161,8 @@ class ToolCallRequest(_Model):
     metadata: dict[str, str] = Field(default_factory=dict)
     task_queue: str | None = None
     """Task queue for the tool's activities; the deployment's choice when ``None``."""
+    profile: str | None = None
+    """A deployment profile (``[profiles.NAME]``): a tool outside it is denied at plan."""
 
 
 class Verdict(_Model):
@@ -204,12 +206,20 @@ class CallPlan(_Model):
     approval_rule: ApprovalRule | None = None
     webhooks: list[str] = Field(default_factory=list)
     """The deployment's webhooks (by name) told when the call waits for a human."""
+    profile: str | None = None
+    profile_digest: str | None = None
+    """The profile's snapshot identity: a digest of its tools' definitions when planned."""
+    visible_tools: list[str] | None = None
+    """For a discovery tool: the tools this call may use (profile, policy and ceiling)."""
 
 
 class PlanInput(_Model):
     tool: str
     arguments: dict[str, Any]
     task_queue: str | None = None
+    profile: str | None = None
+    policy: CapabilityPolicy | None = None
+    """The request's policy: discovery tools show only what it and the ceiling allow."""
 
 
 class PlanOutcome(_Model):
@@ -354,3 +364,5 @@ class ExecuteInput(_Model):
     idempotency_key: str
     approval: ApprovalRecord | None = None
     precondition: dict[str, Any] | None = None
+    visible_tools: list[str] | None = None
+    """For a discovery tool: the tools this call may use, as its plan found them."""

@@ -27,7 +27,6 @@ from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
 
 from activities.base import CallContext
-from activities.catalog import MAX_PAYLOAD_BYTES, output_bytes
 from activities.child_process import collect, ended, kill
 from activities.documents import extract
 from activities.documents.models import (
@@ -44,6 +43,7 @@ from activities.family import Extra
 from activities.files.paths import Located, PathError, Roots, regular_file
 from activities.files.reading import path_failure, refused
 from activities.heartbeat import Heartbeat
+from activities.limits import MAX_PAYLOAD_BYTES, output_bytes
 from activities.processes.runner import budget_left, spawn
 from workflows.models import ErrorCode
 

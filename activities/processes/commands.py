@@ -23,9 +23,9 @@ from pydantic_core import to_json
 from temporalio import activity
 
 from activities.base import CallContext
-from activities.catalog import MAX_PAYLOAD_BYTES, output_bytes
 from activities.errors import tool_error
 from activities.heartbeat import Heartbeat
+from activities.limits import MAX_PAYLOAD_BYTES, output_bytes
 from activities.processes.code_env import loads_code, refusal, refused_env
 from activities.processes.command_args import ExecuteCommandArgs, RunShellArgs
 from activities.processes.resolve import (

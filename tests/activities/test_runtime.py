@@ -24,7 +24,8 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from activities.base import CallContext
 from activities.capabilities import default_ceiling
-from activities.catalog import MAX_PAYLOAD_BYTES, Catalog, CatalogSettings
+from activities.catalog import Catalog, CatalogSettings
+from activities.limits import MAX_PAYLOAD_BYTES
 from activities.runtime import ToolRuntime
 from tests.support.payloads import keys
 from tests.support.tools import (

@@ -189,6 +189,7 @@ PROBE_TOOLS = (
         result=MethodResult,
         side_effect=SideEffect.WRITE,
         capabilities=method_capabilities,
+        capability_sets=(("network.read",), ("network.write",)),
         timeouts=Timeouts(start_to_close=timedelta(seconds=5)),
         implementation=ProbeTools,
     ),

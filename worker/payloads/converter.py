@@ -22,8 +22,8 @@ from temporalio.converter import (
     StorageDriver,
 )
 
-from activities.catalog import MAX_PAYLOAD_BYTES
 from activities.family import Extra
+from activities.limits import MAX_PAYLOAD_BYTES
 from worker.config import Config, ConfigError, load_config
 from worker.payloads.codec import EncryptionCodec, KeylessCodec
 from worker.payloads.keys import KeysError, load_keys

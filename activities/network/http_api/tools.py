@@ -256,6 +256,14 @@ def http_tool_spec(settings: HttpToolSettings) -> ToolSpec:
         # and a worker lost mid-request is uncertain, whichever method the call used.
         side_effect=SideEffect.WRITE if settings.writes else SideEffect.READ,
         capabilities=http_capabilities,
+        capability_sets=tuple(
+            (capability,)
+            for capability, present in (
+                ("network.read", any(m in HTTP_READ_METHODS for m in settings.allowed_methods)),
+                ("network.write", settings.writes),
+            )
+            if present
+        ),
         timeouts=Timeouts(
             # The lookup has its own bound outside the request's: the tool reports its own
             # timeout before Temporal's start-to-close ends the attempt (uncertain for a write).

@@ -35,6 +35,7 @@ GIT_TOOLS: tuple[ToolSpec, ...] = (
         # worker is ``uncertain``.
         side_effect=SideEffect.WRITE,
         capabilities=git_capabilities,
+        capability_sets=(("git.read", "process.execute"), ("git.write", "process.execute")),
         # The longest run git.timeout_seconds allows (300 s), its kill (grace and reap), reading
         # the repository's filter configuration (5 s) and the report.
         timeouts=Timeouts(start_to_close=timedelta(seconds=330), heartbeat=timedelta(seconds=10)),

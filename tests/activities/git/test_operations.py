@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.catalog import MAX_PAYLOAD_BYTES
+from activities.limits import MAX_PAYLOAD_BYTES
 from activities.processes.commands import MAX_RESULT_BYTES
 from activities.processes.settings import MAX_OUTPUT_BYTES
 from tests.support.gitrepo import Repo, git_tools, run_git

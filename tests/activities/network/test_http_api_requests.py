@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.catalog import MAX_PAYLOAD_BYTES
+from activities.limits import MAX_PAYLOAD_BYTES
 from activities.network import guard as guard_module
 from activities.network.guard import NetworkGuard, any_address
 from activities.network.http_api import USER_AGENT, HttpRequestArgs, HttpTools, arguments_model

@@ -15,7 +15,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.catalog import MAX_PAYLOAD_BYTES
+from activities.limits import MAX_PAYLOAD_BYTES
 from activities.processes.command_args import ExecuteCommandArgs, RunShellArgs
 from activities.processes.commands import MAX_RESULT_BYTES, ProcessTools
 from activities.processes.runner import ProcessLedger, ProcessResult, ProcessSpec, run_process
