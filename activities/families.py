@@ -11,6 +11,7 @@ from activities.catalog import ToolSpec
 from activities.core import CORE
 from activities.database import DATABASE
 from activities.documents import DOCUMENTS
+from activities.email import EMAIL
 from activities.family import AnyFamily
 from activities.files import FILES
 from activities.network import NETWORK
@@ -27,6 +28,7 @@ BUILTIN_FAMILIES: tuple[AnyFamily, ...] = (
     NETWORK,
     DOCUMENTS,
     DATABASE,
+    EMAIL,
 )
 
 BUILTIN_TOOLS: tuple[ToolSpec, ...] = tuple(
