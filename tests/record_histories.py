@@ -147,6 +147,13 @@ async def uncertain(client: Client, queue: str) -> Handle:
     return await start_call(client, queue, "probe_stall", {"seconds": 5})
 
 
+async def uncertain_progress(client: Client, queue: str) -> Handle:
+    """A write that heartbeats, lost at its deadline: the result carries its last heartbeat."""
+    return await start_call(
+        client, queue, "probe_sleep", {"seconds": 30}, timeout=timedelta(seconds=3)
+    )
+
+
 SCENARIOS: dict[str, Scenario] = {
     "allowed": allowed,
     "allowed_activity": allowed_activity,
@@ -162,6 +169,7 @@ SCENARIOS: dict[str, Scenario] = {
     "invalid_arguments": invalid_arguments,
     "timed_out": timed_out,
     "uncertain": uncertain,
+    "uncertain_progress": uncertain_progress,
 }
 EXPECTED_STATUS = {
     "allowed": "completed",
@@ -178,6 +186,7 @@ EXPECTED_STATUS = {
     "invalid_arguments": "failed",
     "timed_out": "timed_out",
     "uncertain": "uncertain",
+    "uncertain_progress": "uncertain",
 }
 """The status each recorded history ends with; the replay test checks the files against it."""
 
@@ -192,7 +201,8 @@ async def record(names: list[str]) -> None:
     try:
         for name in names:
             queue = f"record-{uuid.uuid4()}"
-            ceiling = {"default_effect": "allow"} if name in ("canceled", "uncertain") else None
+            allow = name in ("canceled", "uncertain", "uncertain_progress")
+            ceiling = {"default_effect": "allow"} if allow else None
             sections = {"ceiling": ceiling} if ceiling else {}
             async with running_worker(env.client, make_config(queue, **sections)):
                 handle = await SCENARIOS[name](env.client, queue)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -368,11 +368,18 @@ class ToolCallWorkflow:
         if isinstance(cause, CancelledError):
             return self._end(CallStatus.CANCELED, ErrorCode.CANCELED, f"{tool}: canceled")
         if isinstance(cause, ActivityTimeoutError):
-            return self._timed_out(plan, cause.type, started=started)
+            return self._timed_out(
+                plan, cause.type, started=started, progress=cause.last_heartbeat_details
+            )
         return self._end(CallStatus.FAILED, ErrorCode.INTERNAL, f"{tool}: {cause}")
 
     def _timed_out(
-        self, plan: CallPlan, kind: TimeoutType | None, *, started: bool
+        self,
+        plan: CallPlan,
+        kind: TimeoutType | None,
+        *,
+        started: bool,
+        progress: Sequence[Any] = (),
     ) -> ToolCallResult:
         opts = plan.activity
         assert opts is not None
@@ -390,11 +397,14 @@ class ToolCallWorkflow:
             )
             return self._end_with(CallStatus.FAILED, error)
         if plan.side_effect is SideEffect.WRITE:
+            # The tool's last heartbeat is what it said it was doing (a creation's identity, say):
+            # the output an operator inspects with. It is in history already, in the timeout.
             return self._end(
                 CallStatus.UNCERTAIN,
                 ErrorCode.UNCERTAIN,
                 f"{tool}: the worker was lost after the tool started ({_name(kind)} timeout); "
                 "the effect may have happened: inspect before calling again",
+                output=_last_progress(progress),
             )
         return self._end(
             CallStatus.TIMED_OUT, ErrorCode.TIMED_OUT, f"{tool}: {_name(kind)} timeout"
@@ -706,6 +716,12 @@ def _deadline(request: ToolCallRequest, started: datetime) -> datetime | None:
     if request.timeout is not None:
         candidates.append(started + request.timeout)
     return min(candidates, default=None)
+
+
+def _last_progress(details: Sequence[Any]) -> dict[str, Any] | None:
+    """The progress a tool last heartbeated (``activities.heartbeat``), if it was an object."""
+    last = details[-1] if details else None
+    return last if isinstance(last, dict) else None
 
 
 def _name(kind: TimeoutType | None) -> str:

@@ -102,6 +102,18 @@ class TooManyRedirects(NetworkError):
     """More redirects than the limits allow."""
 
 
+def nothing_sent(exc: NetworkError) -> bool:
+    """Whether the failure happened before a byte of the request could leave (a failed lookup
+    or connection, a deadline that ran out before the request was written)."""
+    if exc.request_sent is not None:
+        return not exc.request_sent
+    cause = exc.__cause__
+    return isinstance(
+        cause,
+        httpcore.ConnectError | httpcore.ConnectTimeout | httpx.ConnectError | httpx.ConnectTimeout,
+    )
+
+
 def lookup_failure(host: str, error: socket.gaierror) -> NetworkError:
     """A failed ``getaddrinfo`` as the guard reports it: no such name, or an outage."""
     if error.errno in _NO_SUCH_NAME:

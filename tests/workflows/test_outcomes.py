@@ -167,6 +167,20 @@ async def test_deadline_bounds_the_running_activity(client: Client, task_queue: 
     assert result.error.code is ErrorCode.UNCERTAIN
 
 
+async def test_an_uncertain_write_carries_what_it_last_reported(
+    client: Client, task_queue: str
+) -> None:
+    async with running_worker(client, make_config(task_queue, **ALLOW_ALL)):
+        result = await run_call(
+            client, task_queue, "probe_sleep", {"seconds": 30}, timeout=timedelta(seconds=3)
+        )
+    assert result.status is CallStatus.UNCERTAIN
+    # probe_sleep heartbeats its ticks: the operator sees how far it got.
+    assert isinstance(result.output, dict)
+    assert set(result.output) == {"ticks"}
+    assert result.output["ticks"] > 0
+
+
 async def test_read_that_overruns_times_out(client: Client, task_queue: str) -> None:
     async with running_worker(client, make_config(task_queue)) as probes:
         result = await run_call(client, task_queue, "probe_slow_read", {"seconds": 3})

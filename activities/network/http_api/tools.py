@@ -9,13 +9,11 @@ from collections.abc import Mapping
 from datetime import timedelta
 from urllib.parse import quote
 
-import httpcore
-import httpx
-
 from activities.base import CallContext
 from activities.catalog import Timeouts, ToolSpec
 from activities.errors import tool_error
 from activities.heartbeat import Heartbeat
+from activities.network.failures import nothing_sent
 from activities.network.guard import (
     DNS_TIMEOUT_SECONDS,
     Limits,
@@ -216,7 +214,7 @@ class HttpTools:
                 output={"status_code": exc.status_code},
             )
         write = method not in HTTP_READ_METHODS
-        if write and not _nothing_sent(exc):
+        if write and not nothing_sent(exc):
             return tool_error(
                 ErrorCode.UNCERTAIN,
                 f"{name}: {method} failed after the request may have been sent ({reason}); "
@@ -233,18 +231,6 @@ class HttpTools:
         )
         # A write is never retried, even when nothing was sent: one attempt, always.
         return tool_error(code, f"{name}: {reason}", retryable=transient and not write)
-
-
-def _nothing_sent(exc: NetworkError) -> bool:
-    """Whether the failure happened before a byte of the request could leave (a failed lookup
-    or connection, a deadline that ran out before the request was written)."""
-    if exc.request_sent is not None:
-        return not exc.request_sent
-    cause = exc.__cause__
-    return isinstance(
-        cause,
-        httpcore.ConnectError | httpcore.ConnectTimeout | httpx.ConnectError | httpx.ConnectTimeout,
-    )
 
 
 def _sha256(body: bytes | None) -> str | None:
