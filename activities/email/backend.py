@@ -14,7 +14,8 @@ and safe to show: no secret, no private server text.
     │                         that will not do TLS, a certificate that does not verify
     ├── MailUnavailable       the service could not be reached for now; nothing was written
     ├── MailTimeout           reached, but no answer in time; nothing was written
-    ├── MailServiceError      the service answered with an error (``status_code``)
+    ├── MailServiceFailure    a service API request failed (``activities.network.service``
+    │                         charges it: a status, an outage, a response over the cap)
     ├── MailUncertain         a write may have happened: inspect before sending again
     └── MailRefused           a send no recipient was accepted for (``result`` says why)
 """
@@ -29,6 +30,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol, runtime_checkable
+
+from activities.network.failures import NetworkError
+from activities.network.service import ServiceError
 
 
 @runtime_checkable
@@ -89,13 +93,14 @@ class MailTimeout(MailBackendError):
     """The service was reached but did not answer in time; nothing was written."""
 
 
-class MailServiceError(MailBackendError):
-    """The service answered with an error status; its body is not copied."""
+class MailServiceFailure(MailBackendError):
+    """A request to a service API failed; ``cause`` is the service client's error, which
+    ``activities.network.service.service_failure`` turns into the tool's error."""
 
-    def __init__(self, message: str, status_code: int, *, retryable: bool = False) -> None:
-        super().__init__(message)
-        self.status_code = status_code
-        self.retryable = retryable
+    def __init__(self, service: str, cause: ServiceError | NetworkError) -> None:
+        super().__init__(f"{service}: {cause.reason}")
+        self.service = service
+        self.cause = cause
 
 
 class MailUncertain(MailBackendError):

@@ -17,6 +17,7 @@ from email import policy
 from email.message import EmailMessage
 from email.utils import format_datetime
 
+from activities.email.backend import MailTooLarge
 from activities.email.settings import BARE_ADDRESS
 
 MAX_RECIPIENTS = 50
@@ -34,8 +35,9 @@ _BODY_FORBIDDEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)")
 """Controls other than tab and line breaks, and a carriage return not followed by a line feed
 (which would end a line the approver does not see as ended)."""
 
-SMTP_POLICY = policy.SMTP.clone(max_line_length=78)
-"""CRLF line ends, RFC 2047 encoded words for non-ASCII subjects."""
+SMTP_POLICY = policy.SMTP.clone(max_line_length=78, cte_type="7bit")
+"""CRLF line ends, RFC 2047 encoded words for non-ASCII subjects, and a body in 7-bit ASCII
+(quoted-printable or base64 when it is not): any server can carry it, 8BITMIME or not."""
 
 
 def check_address(address: str) -> str:
@@ -128,3 +130,11 @@ def preview_text(
         body.replace("\r\n", "\n"),
     ]
     return "\n".join(lines)
+
+
+def check_size(size: int, limit: int, what: str) -> None:
+    """``what`` of ``size`` bytes within ``email.max_message_bytes``, or ``MailTooLarge``."""
+    if size > limit:
+        raise MailTooLarge(
+            f"{what} is {size} bytes; the limit is {limit} (email.max_message_bytes)"
+        )

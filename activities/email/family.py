@@ -16,6 +16,7 @@ from pydantic import Field
 
 from activities.catalog import Timeouts, ToolSpec
 from activities.email.backend import EmailBackend, load_factory
+from activities.email.gmail import Gmail
 from activities.email.imap import IMAPEmail
 from activities.email.models import (
     MAX_RESULTS,
@@ -28,6 +29,8 @@ from activities.email.models import (
     SendEmailArgs,
     SendEmailResult,
 )
+from activities.email.outlook import OutlookEmail
+from activities.email.service_api import credential_problem
 from activities.email.settings import MAX_TIMEOUT_SECONDS, EmailSettings
 from activities.email.tools import EmailTools
 from activities.family import Deployment, Extra, Family, FamilySettings, Resources, needs
@@ -114,13 +117,20 @@ EMAIL_TOOLS: tuple[ToolSpec, ...] = (
 """The email tools (``activities.email.tools``)."""
 
 
+COMPOSE_TOOLS = ("create_email_draft", "send_email")
+
+
 class EmailFamilySettings(FamilySettings):
     email: EmailSettings = Field(default_factory=EmailSettings)
 
 
 BackendFactory = Callable[[EmailSettings, Mapping[str, str]], Any]
 
-BUILTIN_FACTORIES: dict[str, BackendFactory] = {"imap": IMAPEmail}
+BUILTIN_FACTORIES: dict[str, BackendFactory] = {
+    "gmail": Gmail,
+    "outlook": OutlookEmail,
+    "imap": IMAPEmail,
+}
 """Backends by their ``email.backend`` word; anything else is an import path."""
 
 
@@ -172,7 +182,16 @@ def _problems(settings: EmailFamilySettings, deployment: Deployment) -> list[str
             problems.append(
                 "email.sender: send_email needs a sender address (the username is not one)"
             )
-    elif email.backend not in BUILTIN_FACTORIES and deployment.runs_here(enabled):
+    elif email.backend in ("gmail", "outlook"):
+        problem = credential_problem(email)
+        if problem:
+            problems.append(problem)
+        if email.backend == "gmail" and email.sender is None and (drafts or sends):
+            problems.append(
+                f"email.sender: {needs([n for n in enabled if n in COMPOSE_TOOLS])} gmail's "
+                "fixed sender (the account's address or a send-as alias)"
+            )
+    elif deployment.runs_here(enabled):
         try:
             backend_factory(email)
         except ValueError as exc:

@@ -30,12 +30,11 @@ from activities.email.backend import (
     MailNotFound,
     MailRejected,
     MailTimeout,
-    MailTooLarge,
     MailUnavailable,
     MailUncertain,
     write_point,
 )
-from activities.email.compose import build_message
+from activities.email.compose import build_message, check_size
 from activities.email.connect import (
     connection_failures,
     session_failures,
@@ -94,6 +93,8 @@ class IMAPEmail:
     """The ``[email]`` folder of an IMAP account, with SMTP submission (``backend = "imap"``)."""
 
     query_help = QUERY_HELP
+    tracks_writes = True
+    """It marks the moment a draft or a message may leave (``backend.write_point``)."""
 
     def __init__(self, settings: EmailSettings, environ: Mapping[str, str]) -> None:
         # Nothing connects now: every operation opens its own connection.
@@ -175,11 +176,7 @@ class IMAPEmail:
         )
 
     def _check_size(self, size: int, what: str) -> None:
-        limit = self._settings.max_message_bytes
-        if size > limit:
-            raise MailTooLarge(
-                f"{what} is {size} bytes; the limit is {limit} (email.max_message_bytes)"
-            )
+        check_size(size, self._settings.max_message_bytes, what)
 
     def _open(self, session: _Session) -> imaplib.IMAP4_SSL:
         """A logged-in connection, or a typed failure (never the server's text)."""

@@ -29,7 +29,7 @@ from activities.email.backend import (
     MailConfiguration,
     MailRefused,
     MailRejected,
-    MailServiceError,
+    MailServiceFailure,
     MailTimeout,
     MailTooLarge,
     MailUnavailable,
@@ -53,6 +53,7 @@ from activities.email.models import (
 from activities.email.settings import EmailSettings
 from activities.errors import tool_error
 from activities.heartbeat import Heartbeat
+from activities.network.service import service_failure
 from workflows.models import ErrorCode, Prepared, PreviewArtifact
 
 R = TypeVar("R", bound=BaseModel)
@@ -275,13 +276,11 @@ class EmailTools:
             ) from None
         except MailTimeout as exc:
             raise tool_error(ErrorCode.TIMED_OUT, f"{tool}: {exc}", retryable=not write) from None
-        except MailServiceError as exc:
-            code = (
-                ErrorCode.CONFIGURATION_ERROR
-                if exc.status_code in (401, 403)
-                else ErrorCode.EXECUTION_FAILED
-            )
-            raise tool_error(code, f"{tool}: {exc}", retryable=exc.retryable) from None
+        except MailServiceFailure as exc:
+            output = {"message_id": message_id} if message_id else None
+            raise service_failure(
+                tool, exc.service, exc.cause, write=write, output=output
+            ) from None
         except MailBackendError as exc:
             raise tool_error(ErrorCode.EXECUTION_FAILED, f"{tool}: {exc}") from None
         except TimeoutError:

@@ -47,6 +47,8 @@ class Sink:
     """The server's handler: what it received, and how it answers."""
 
     refuse: set[str] = field(default_factory=set)
+    username: str = USERNAME
+    password: str = PASSWORD
     received: list[Received] = field(default_factory=list)
     logins: list[tuple[str, bool]] = field(default_factory=list)
     """(login, whether the connection was encrypted)."""
@@ -89,7 +91,7 @@ def _authenticator(sink: Sink, implicit_tls: bool) -> Any:
             return AuthResult(success=False, handled=False)
         login = auth_data.login.decode()
         sink.logins.append((login, implicit_tls or session.ssl is not None))
-        ok = login == USERNAME and auth_data.password.decode() == PASSWORD
+        ok = login == sink.username and auth_data.password.decode() == sink.password
         return AuthResult(success=ok, handled=False)  # the server answers 235 or 535
 
     return authenticate
