@@ -14,6 +14,7 @@ from activities.base import CallContext
 from activities.email.compose import message_id_for
 from tests.activities.email import messages
 from tests.activities.email.dovecot import Account, Dovecot
+from tests.activities.email.proxy import HeldProxy
 from tests.activities.email.support import (
     CALL,
     PASSWORD_ENV,
@@ -141,17 +142,37 @@ async def test_a_server_that_cannot_be_reached_is_a_retryable_outage(
     assert code_of(draft) is ErrorCode.NETWORK_UNAVAILABLE  # certainly nothing was written
 
 
-async def test_a_cancelled_draft_before_its_append_writes_nothing(
+async def test_a_draft_cancelled_while_connecting_is_never_appended(
     dovecot: Dovecot, account: Account, ca_file: Path
 ) -> None:
-    mail = tools_for(imap_settings(dovecot, account, ca_file), {PASSWORD_ENV: account.password})
-    env = ActivityEnvironment()
-    running = asyncio.create_task(call(mail, "create_email_draft", DRAFT, env=env))
-    await asyncio.sleep(0)  # the thread has not logged in yet
-    env.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(running, 10)
-    await asyncio.sleep(1)  # let the connection's thread reach its checks
+    """The connection's thread finishes setting up after the cancellation; it stops before the
+    login, so nothing reaches the mailbox."""
+    async with HeldProxy(dovecot.port) as proxy:
+        settings = imap_settings(dovecot, account, ca_file, imap_port=proxy.port)
+        mail = tools_for(settings, {PASSWORD_ENV: account.password})
+        env = ActivityEnvironment()
+        running = asyncio.create_task(call(mail, "create_email_draft", DRAFT, env=env))
+        await asyncio.wait_for(proxy.accepted.wait(), 10)  # the thread waits for the greeting
+        env.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(running, 10)
+        logins = dovecot.log().count(f"Login: user=<{account.username}>")
+        proxy.release.set()
+        await asyncio.sleep(1.5)  # the thread has all the time it needs to log in and append
+    assert dovecot.log().count(f"Login: user=<{account.username}>") == logins  # it never did
+    assert dovecot.messages(account, "Drafts") == []
+
+
+async def test_a_draft_whose_server_never_answers_times_out_without_doubt(
+    dovecot: Dovecot, account: Account, ca_file: Path
+) -> None:
+    """The deadline ended the operation before the draft could leave: timed out, not uncertain."""
+    async with HeldProxy(dovecot.port) as proxy:
+        settings = imap_settings(dovecot, account, ca_file, imap_port=proxy.port, timeout_seconds=1)
+        mail = tools_for(settings, {PASSWORD_ENV: account.password})
+        error = await failure(mail, "create_email_draft", DRAFT)
+    assert code_of(error) is ErrorCode.TIMED_OUT
+    assert "no answer within 1 s" in error.message
     assert dovecot.messages(account, "Drafts") == []
 
 

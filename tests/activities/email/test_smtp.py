@@ -3,15 +3,19 @@ means."""
 
 from __future__ import annotations
 
+import dataclasses
 import email
+import threading
 from email import policy
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trustme
+from temporalio.testing import ActivityEnvironment
 
 from activities.email.compose import message_id_for
+from activities.email.models import SendEmailArgs
 from activities.email.settings import EmailSettings
 from activities.email.tools import EmailTools
 from tests.activities.email.smtpd import PASSWORD, PRIVATE_TEXT, USERNAME, Mode, Sink, smtp_server
@@ -179,3 +183,34 @@ async def test_a_message_over_max_message_bytes_is_refused_before_connecting(
     assert details(error)["fixable_args"] == ["body"]
     assert server.sink.logins == []
     assert server.sink.received == []
+
+
+async def test_a_server_that_holds_the_message_past_the_deadline_leaves_the_send_uncertain(
+    mail_ca: trustme.CA, ca_file: Path
+) -> None:
+    sink = Sink(hold=threading.Event())
+    with smtp_server(mail_ca, "tls", sink) as server:
+        error = await failure(
+            sending(server.port, ca_file, timeout_seconds=1), "send_email", MESSAGE
+        )
+        sink.hold.set()  # type: ignore[union-attr]
+    assert code_of(error) is ErrorCode.UNCERTAIN
+    assert details(error)["output"] == {"message_id": EXPECTED_ID}
+    assert len(sink.received) == 1
+
+
+async def test_settings_changed_since_the_approval_stop_the_send(
+    mail_ca: trustme.CA, ca_file: Path
+) -> None:
+    with smtp_server(mail_ca, "tls") as server:
+        approved = sending(server.port, ca_file, sender="me@example.org")
+        args = SendEmailArgs.model_validate(MESSAGE)
+        prepared = await ActivityEnvironment().run(approved.prepare_send_email, args, CALL)
+        changed = sending(server.port, ca_file, sender="other@example.net")
+        held = dataclasses.replace(CALL, precondition=prepared.precondition)
+        error = await failure(changed, "send_email", MESSAGE, context=held)
+        same = await call(approved, "send_email", MESSAGE, context=held)
+    assert code_of(error) is ErrorCode.PRECONDITION_FAILED
+    assert "nothing was sent" in error.message
+    assert same.status == "accepted"
+    assert len(server.sink.received) == 1
