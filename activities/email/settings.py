@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
@@ -132,6 +131,3 @@ class EmailSettings(BaseModel):
         if self.backend == "imap" and self.username and BARE_ADDRESS.fullmatch(self.username):
             return self.username
         return None
-
-    def backend_options(self) -> dict[str, Any]:
-        return dict(self.options)

@@ -8,18 +8,25 @@ from datetime import timedelta
 from email import policy
 
 import httpx
+from google.protobuf.json_format import MessageToJson
+from temporalio.client import Client
 
 from activities.email.compose import message_id_for
+from activities.email.tools import EmailTools
 from tests.activities.email.services import (
     REMOTE_TEXT,
     TOKEN,
+    TOKEN_ENV,
     Routes,
     backend_tools,
     body_json,
     gmail_part,
 )
 from tests.activities.email.support import CALL, call, code_of, details, failure
-from workflows.models import ErrorCode
+from tests.support.harness import make_config, run_call
+from tests.support.tools import ALL_FAMILIES, ALL_TOOL_NAMES
+from worker.run import build_worker
+from workflows.models import CallStatus, ErrorCode
 
 USER = "/gmail/v1/users/me"
 MESSAGE = {"to": ["bob@example.org"], "subject": "Grüße", "body": "Hello Bob"}
@@ -251,3 +258,30 @@ async def test_a_send_the_service_answers_with_an_error_is_uncertain_and_names_i
         "status_code": 503,
     }
     assert len(routes.requests) == 1  # one attempt
+
+
+async def test_through_the_workflow_the_token_is_nowhere_in_history(
+    client: Client, task_queue: str
+) -> None:
+    routes = Routes()
+    routes.on("GET", f"{USER}/messages", {"messages": [{"id": "18a1", "threadId": "t1"}]})
+    routes.on("GET", f"{USER}/messages/18a1", metadata("18a1", "hello"))
+    routes.on("POST", f"{USER}/messages/send", {"id": "18b3", "threadId": "t8"})
+    tools = backend_tools("gmail", routes, sender="me@example.org")
+    config = make_config(
+        task_queue,
+        tools=[*ALL_TOOL_NAMES, "list_email_messages", "send_email"],
+        email={"backend": "gmail", "token_env": TOKEN_ENV, "sender": "me@example.org"},
+        ceiling={"default_effect": "allow"},
+    )
+    worker = build_worker(client, config, families=ALL_FAMILIES, instances={EmailTools: tools})
+    async with worker:
+        listed = await run_call(client, task_queue, "list_email_messages", {})
+        sent = await run_call(client, task_queue, "send_email", MESSAGE)
+    assert listed.status is CallStatus.COMPLETED, listed.error
+    assert sent.status is CallStatus.COMPLETED, sent.error
+    assert sent.output["id"] == "18b3"
+    assert all(r.headers["authorization"] == f"Bearer {TOKEN}" for r in routes.requests)
+    for result in (listed, sent):
+        history = await client.get_workflow_handle(result.workflow_id).fetch_history()
+        assert TOKEN not in "".join(MessageToJson(event) for event in history.events)
