@@ -86,8 +86,9 @@ def walk(part: Part) -> Found:
                 found.texts += child.texts
                 found.html = found.html or child.html
         return found
-    if part.disposition == "attachment" or maintype == "message":
-        found.attachments = True
+    named = part.filename is not None and part.disposition != "inline"
+    if part.disposition == "attachment" or maintype == "message" or named:
+        found.attachments = True  # a named part without an inline disposition is a file
     elif part.content_type == "text/plain":
         found.texts.append(decode_text(part.payload(), part.charset))
     elif part.content_type == "text/html":

@@ -83,6 +83,10 @@ ODD_CHARSETS = (
     b"\r\n"
     b"wrong \xff\xfe declared\r\n"
     b"--b\r\n"
+    b'Content-Type: text/plain; charset=utf-8; name="notes.txt"\r\n'
+    b"\r\n"
+    b"NAMED-FILE-CONTENT\r\n"
+    b"--b\r\n"
     b"Content-Type: text/plain; charset=base64\r\n"
     b"\r\n"
     b"not a text codec\r\n"

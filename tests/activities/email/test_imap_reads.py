@@ -135,7 +135,9 @@ async def test_reads_decode_nested_parts_and_charsets_and_never_return_attachmen
     assert parts[0] == "Привет"
     assert parts[1] == "caf\ufffd unknown"
     assert parts[2] == "wrong \ufffd\ufffd declared"
-    assert parts[3] == "not a text codec"
+    assert parts[3] == "not a text codec"  # the named text part is a file, not body text
+    assert "NAMED-FILE-CONTENT" not in odd["body"]
+    assert odd["has_attachments"] is True
 
 
 async def test_a_long_body_is_cut_at_20000_characters(
