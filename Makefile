@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 CONFIG ?= examples/toolcalls.toml
 
-.PHONY: run test lint typecheck check record-histories bench bench-overhead bench-search bench-documents clean
+.PHONY: run test test-servers lint typecheck check record-histories bench bench-overhead bench-search bench-documents clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,8 +16,17 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/toolcalls worker --dev --config $(CONFIG)
 
-test: $(STAMP)
+test: $(STAMP) test-servers
 	$(BIN)/pytest
+
+# Servers the tests run for real, from Debian's packages when missing: Dovecot (IMAP). The tests
+# start it with a configuration of their own (own ports and directories); a system service the
+# package may start is never used.
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+test-servers:
+	@command -v dovecot >/dev/null 2>&1 || test -x /usr/sbin/dovecot || { \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q dovecot-imapd; }
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

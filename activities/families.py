@@ -13,6 +13,7 @@ from activities.core import CORE
 from activities.database import DATABASE
 from activities.discovery import DISCOVERY
 from activities.documents import DOCUMENTS
+from activities.email import EMAIL
 from activities.family import AnyFamily
 from activities.files import FILES
 from activities.network import NETWORK
@@ -30,6 +31,7 @@ BUILTIN_FAMILIES: tuple[AnyFamily, ...] = (
     DOCUMENTS,
     DATABASE,
     CALENDAR,
+    EMAIL,
     DISCOVERY,
 )
 

@@ -14,9 +14,17 @@ from pydantic import BaseModel, Field
 
 from activities.base import CallContext, ToolArgs, ToolResult
 from activities.capabilities import CAPABILITIES, default_ceiling
-from activities.catalog import DEFAULT_TOOLS, Catalog, CatalogError, CatalogSettings, Timeouts, ToolSpec, call_digest
-from activities.limits import MAX_ARGUMENTS_BYTES
+from activities.catalog import (
+    DEFAULT_TOOLS,
+    Catalog,
+    CatalogError,
+    CatalogSettings,
+    Timeouts,
+    ToolSpec,
+    call_digest,
+)
 from activities.families import BUILTIN_TOOLS
+from activities.limits import MAX_ARGUMENTS_BYTES
 from activities.schema import strict_schema
 from tests.support.tools import ALL_TOOLS, EchoArgs
 from workflows import policy

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from activities.limits import MAX_PAYLOAD_BYTES, output_bytes
 from activities.family import Extra
+from activities.limits import MAX_PAYLOAD_BYTES, output_bytes
 from tests.worker.support import TOOLCALLS, run, write_config
 from worker.config import ConfigError, build_catalog, parse_config
 from worker.payloads import converter

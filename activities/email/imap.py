@@ -1,0 +1,385 @@
+"""``IMAPEmail``: one IMAP folder over implicit TLS, and SMTP submission for sending.
+
+Each operation opens a fresh connection on a worker thread and closes it when done; socket
+operations are bounded (``connect.SOCKET_TIMEOUT_SECONDS``). A cancellation (the call's deadline,
+or the workflow's) interrupts the established socket; a connection still being set up finishes
+on its thread, which checks for cancellation before it logs in and before it writes.
+
+Reads select the folder read-only (``EXAMINE``), fetch a message's size before the message, and
+fetch with ``BODY.PEEK[]`` bounded to ``max_message_bytes``: no read sets ``\\Seen`` or any other
+flag. Drafts are appended, with the ``\\Draft`` flag, to the existing folder the deployment names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import imaplib
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from activities.email import mime
+from activities.email.backend import (
+    MailBackendError,
+    MailConfiguration,
+    MailNotFound,
+    MailRejected,
+    MailTimeout,
+    MailUnavailable,
+    MailUncertain,
+    write_point,
+)
+from activities.email.compose import build_message, check_size
+from activities.email.connect import (
+    connection_failures,
+    session_failures,
+    socket_timeout,
+    tls_context,
+)
+from activities.email.mail_ids import Folder, account_tag
+from activities.email.secrets import read_secret
+from activities.email.settings import EmailSettings
+from activities.email.smtp import submit
+
+T = TypeVar("T")
+
+QUERY_HELP = (
+    "Search is literal ASCII text matched anywhere in the headers and body (IMAP TEXT search), "
+    "for example invoice or alice@example.com; it is not Gmail or raw IMAP search syntax. An "
+    "empty query lists every message, newest first."
+)
+_UID = re.compile(rb"UID (\d+)")
+_SIZE = re.compile(rb"RFC822\.SIZE (\d+)")
+
+
+class _Session:
+    """One operation's connection, which the event loop's side may interrupt."""
+
+    def __init__(self) -> None:
+        self.cancelled = threading.Event()
+        self._lock = threading.Lock()
+        self._conn: imaplib.IMAP4_SSL | None = None
+
+    def attach(self, conn: imaplib.IMAP4_SSL) -> None:
+        with self._lock:
+            self._conn = conn
+        self.check()
+
+    def check(self) -> None:
+        """Stop here if the operation was cancelled (before a login, before a write)."""
+        if self.cancelled.is_set():
+            raise _Cancelled()
+
+    def interrupt(self) -> None:
+        self.cancelled.set()
+        with self._lock:
+            conn = self._conn
+        if conn is not None:
+            # The plain socket's shutdown wakes a thread blocked reading the TLS socket.
+            with suppress(OSError):
+                socket.socket.shutdown(conn.sock, socket.SHUT_RDWR)
+
+
+class _Cancelled(Exception):
+    """The operation was cancelled while its thread was still working."""
+
+
+class IMAPEmail:
+    """The ``[email]`` folder of an IMAP account, with SMTP submission (``backend = "imap"``)."""
+
+    query_help = QUERY_HELP
+    tracks_writes = True
+    """It marks the moment a draft or a message may leave (``backend.write_point``)."""
+
+    def __init__(self, settings: EmailSettings, environ: Mapping[str, str]) -> None:
+        # Nothing connects now: every operation opens its own connection.
+        self._settings = settings
+        self._environ = environ
+
+    async def list_messages(
+        self, *, query: str, max_results: int, page_token: str | None
+    ) -> dict[str, Any]:
+        if not query.isascii():
+            raise MailRejected("query: imap search takes ASCII text only", "query")
+        return await self._run(lambda session: self._list(session, query, max_results, page_token))
+
+    async def get_message(self, *, message_id: str) -> dict[str, Any]:
+        return await self._run(lambda session: self._get(session, message_id))
+
+    async def create_draft(
+        self, *, to: list[str], subject: str, body: str, message_id: str
+    ) -> dict[str, Any]:
+        s = self._settings
+        if s.drafts_mailbox is None:
+            raise MailConfiguration("email.drafts_mailbox: create_email_draft needs a folder")
+        message = build_message(
+            sender=s.from_address,
+            to=to,
+            subject=subject,
+            body=body,
+            message_id=message_id,
+            date=datetime.now(UTC),
+        )
+        raw = message.as_bytes()
+        self._check_size(len(raw), "the draft")
+        await self._run(lambda session: self._append(session, s.drafts_mailbox or "", raw))
+        return {"status": "drafted", "mailbox": s.drafts_mailbox, "message_id": message_id}
+
+    async def send_message(
+        self, *, to: list[str], subject: str, body: str, message_id: str
+    ) -> dict[str, Any]:
+        s = self._settings
+        sender = s.from_address
+        if sender is None:
+            raise MailConfiguration("email.sender: send_email needs a sender address")
+        message = build_message(
+            sender=sender,
+            to=to,
+            subject=subject,
+            body=body,
+            message_id=message_id,
+            date=datetime.now(UTC),
+        )
+        self._check_size(len(message.as_bytes()), "the message")
+        return await submit(s, self._password(), message, sender, to)
+
+    async def _run(self, work: Callable[[_Session], T]) -> T:
+        """``work`` on a worker thread; a cancellation interrupts its connection."""
+        session = _Session()
+        task = asyncio.ensure_future(asyncio.to_thread(self._guarded, work, session))
+        task.add_done_callback(_retrieve)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            session.interrupt()
+            raise
+
+    def _guarded(self, work: Callable[[_Session], T], session: _Session) -> T:
+        try:
+            return work(session)
+        except _Cancelled:
+            raise MailBackendError("canceled") from None
+
+    def _password(self) -> str:
+        s = self._settings
+        return read_secret(
+            environ=self._environ,
+            env_key="email.password_env",
+            env_name=s.password_env,
+            file_key="email.password_file",
+            file=s.password_file,
+        )
+
+    def _check_size(self, size: int, what: str) -> None:
+        check_size(size, self._settings.max_message_bytes, what)
+
+    def _open(self, session: _Session) -> imaplib.IMAP4_SSL:
+        """A logged-in connection, or a typed failure (never the server's text)."""
+        s = self._settings
+        host = s.imap_host
+        if host is None or s.username is None:
+            raise MailConfiguration(
+                "email.imap_host: the imap backend needs imap_host and username"
+            )
+        password = self._password()
+        context = tls_context(s.ca_file)
+        with connection_failures("email.imap_host", host, s.imap_port):
+            conn = imaplib.IMAP4_SSL(
+                host,
+                s.imap_port,
+                ssl_context=context,
+                timeout=socket_timeout(s.timeout_seconds),
+            )
+        session.attach(conn)  # cancelled while connecting: stop before the login
+        with self._exchange():
+            try:
+                if password.isascii():
+                    conn.login(s.username, password)
+                else:
+                    credentials = f"\x00{s.username}\x00{password}".encode()
+                    conn.authenticate("PLAIN", lambda _challenge: credentials)
+            except imaplib.IMAP4.abort:
+                raise
+            except (imaplib.IMAP4.error, UnicodeError):
+                raise MailConfiguration(
+                    "email.username: the imap server refused the login (check the username and "
+                    "the password; some providers need an app password)"
+                ) from None
+        return conn
+
+    @contextmanager
+    def _exchange(self) -> Iterator[None]:
+        """An established session's failures: broken off, silent, or a command refused."""
+        where = f"{self._settings.imap_host}:{self._settings.imap_port}"
+        try:
+            with session_failures(where):
+                yield
+        except imaplib.IMAP4.abort:
+            raise MailUnavailable(f"the connection to {where} broke off") from None
+        except imaplib.IMAP4.error:
+            raise MailBackendError("the imap server refused a command") from None
+
+    def _examine(self, conn: imaplib.IMAP4_SSL) -> Folder:
+        """Select the configured folder read-only; its identity and UIDVALIDITY now."""
+        s = self._settings
+        status, _ = conn.select(_quoted(s.mailbox), readonly=True)
+        if status != "OK":
+            raise MailConfiguration(
+                f"email.mailbox: {s.mailbox} cannot be selected (does it exist?)"
+            )
+        _, values = conn.response("UIDVALIDITY")
+        try:
+            uidvalidity = int(values[-1])
+        except (TypeError, ValueError, IndexError):
+            raise MailBackendError(f"the imap server gave no UIDVALIDITY for {s.mailbox}") from None
+        tag = account_tag(s.username or "", s.imap_host or "", s.imap_port, s.mailbox)
+        return Folder(account=tag, name=s.mailbox, uidvalidity=uidvalidity)
+
+    def _list(
+        self, session: _Session, query: str, max_results: int, page_token: str | None
+    ) -> dict[str, Any]:
+        with self._connection(session) as conn, self._exchange():
+            folder = self._examine(conn)
+            before = folder.before_of(page_token, query, max_results) if page_token else None
+            if before is not None and before <= 1:
+                return {"items": [], "next_page_token": None}
+            criteria = [f"UID 1:{before - 1}"] if before is not None else []
+            if query:
+                conn.literal = query.encode("ascii")  # sent as a literal: quotes, brackets, all
+                criteria.append("TEXT")
+            status, data = conn.uid("SEARCH", *(criteria or ["ALL"]))
+            _ok(status, "the imap search failed")
+            uids = sorted({int(n) for n in (data[0] or b"").split()}, reverse=True)
+            page = uids[:max_results]
+            headers = self._headers(conn, page)
+            items = [
+                {"id": folder.message_id(uid), **headers.get(uid, _no_headers())} for uid in page
+            ]
+            more = len(uids) > max_results
+            token = folder.page_token(page[-1], query, max_results) if more else None
+            return {"items": items, "next_page_token": token}
+
+    def _headers(
+        self, conn: imaplib.IMAP4_SSL, uids: list[int]
+    ) -> dict[int, dict[str, str | None]]:
+        if not uids:
+            return {}
+        wanted = (
+            f"(UID BODY.PEEK[HEADER.FIELDS ({mime.HEADER_FIELDS})]<0.{mime.LIST_HEADER_BLOCK}>)"
+        )
+        status, data = conn.uid("FETCH", ",".join(map(str, uids)), wanted)
+        _ok(status, "the imap fetch failed")
+        found: dict[int, dict[str, str | None]] = {}
+        for index, entry in enumerate(data):
+            if not isinstance(entry, tuple):
+                continue
+            uid = _uid_near(data, index)
+            if uid is not None:
+                found[uid] = mime.parse_header_block(entry[1])
+        return found
+
+    def _get(self, session: _Session, message_id: str) -> dict[str, Any]:
+        limit = self._settings.max_message_bytes
+        with self._connection(session) as conn, self._exchange():
+            folder = self._examine(conn)
+            uid = folder.uid_of(message_id)
+            status, data = conn.uid("FETCH", str(uid), "(UID RFC822.SIZE)")
+            _ok(status, "the imap fetch failed")
+            sizes = [m for e in data if isinstance(e, bytes) for m in _SIZE.findall(e)]
+            if not sizes:
+                raise MailNotFound(
+                    "message_id: no such message in the folder (deleted or moved?)", "message_id"
+                )
+            self._check_size(int(sizes[0]), "the message")
+            # At most one byte past the limit is transferred, whatever size the server claimed.
+            status, data = conn.uid("FETCH", str(uid), f"(BODY.PEEK[]<0.{limit + 1}>)")
+            _ok(status, "the imap fetch failed")
+            raw = next((e[1] for e in data if isinstance(e, tuple)), None)
+            if raw is None:
+                raise MailNotFound("message_id: no such message in the folder", "message_id")
+            self._check_size(len(raw), "the message")
+        return mime.parse_raw(raw, message_id)
+
+    def _append(self, session: _Session, mailbox: str, raw: bytes) -> None:
+        with self._connection(session) as conn:
+            session.check()  # the last moment a cancellation leaves nothing written
+            write_point()
+            try:
+                with self._exchange():
+                    status, data = conn.append(
+                        _quoted(mailbox), "(\\Draft)", imaplib.Time2Internaldate(time.time()), raw
+                    )
+            except (MailUnavailable, MailTimeout) as exc:
+                raise MailUncertain(
+                    f"the connection failed while the draft was being appended ({exc}); it may "
+                    f"be in {mailbox}"
+                ) from None
+            if status != "OK":
+                text = b" ".join(d for d in data if isinstance(d, bytes))
+                if b"TRYCREATE" in text.upper():
+                    raise MailConfiguration(
+                        f"email.drafts_mailbox: {mailbox} does not exist on the server (it is "
+                        "never created)"
+                    )
+                raise MailBackendError(f"the imap server refused to append the draft to {mailbox}")
+
+    def _connection(self, session: _Session) -> Any:
+        return _Connected(self, session)
+
+
+class _Connected:
+    """``with``: a logged-in connection, logged out (or just closed) at the end."""
+
+    def __init__(self, backend: IMAPEmail, session: _Session) -> None:
+        self._backend = backend
+        self._session = session
+        self._conn: imaplib.IMAP4_SSL | None = None
+
+    def __enter__(self) -> imaplib.IMAP4_SSL:
+        self._conn = self._backend._open(self._session)
+        return self._conn
+
+    def __exit__(self, *exc: object) -> None:
+        conn = self._conn
+        if conn is None:
+            return
+        try:
+            if exc[0] is None:
+                conn.logout()
+            else:
+                conn.shutdown()
+        except (OSError, imaplib.IMAP4.error):
+            pass
+
+
+def _ok(status: str, message: str) -> None:
+    if status != "OK":
+        raise MailBackendError(message)
+
+
+def _uid_near(data: list[Any], index: int) -> int | None:
+    """The UID of the FETCH response whose literal is ``data[index]`` (before it or after)."""
+    prefix = data[index][0]
+    match = _UID.search(prefix)
+    if match is None and index + 1 < len(data) and isinstance(data[index + 1], bytes):
+        match = _UID.search(data[index + 1])
+    return int(match.group(1)) if match else None
+
+
+def _no_headers() -> dict[str, str | None]:
+    return dict.fromkeys(mime.SELECTED_HEADERS)
+
+
+def _quoted(mailbox: str) -> str:
+    return '"' + mailbox.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    """A thread that finished after its operation was cancelled: its outcome is not wanted."""
+    if not task.cancelled():
+        task.exception()
