@@ -31,15 +31,19 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 from activities.base import CallContext, ToolArgs
 from activities.capabilities import default_ceiling
 from activities.catalog import Catalog, ToolSpec, call_digest
+from activities.definitions import DEFINITION_FORMATS
 from activities.errors import invalid_arguments, tool_error
 from activities.limits import MAX_PAYLOAD_BYTES
 from workflows import policy
 from workflows.approvers import ApproversSettings
 from workflows.limits import CODEC_MARGIN_BYTES
 from workflows.models import (
+    DEFINITIONS_ACTIVITY,
     PLAN_ACTIVITY,
     WORKFLOW_NAME,
     CapabilityPolicy,
+    Definitions,
+    DefinitionsRequest,
     Effect,
     ErrorCode,
     ExecuteInput,
@@ -98,7 +102,27 @@ class ToolRuntime:
         async def plan(input: PlanInput) -> PlanOutcome:
             return self.catalog.plan(input, self.ceiling, local, self.approvers, self.webhooks)
 
-        return [plan]
+        @activity.defn(name=DEFINITIONS_ACTIVITY)
+        async def definitions(request: DefinitionsRequest) -> Definitions:
+            return self.definitions(request)
+
+        return [plan, definitions]
+
+    def definitions(self, request: DefinitionsRequest) -> Definitions:
+        """A profile's definitions (or every enabled tool's) for a parent or an application."""
+        profile = request.profile
+        if profile is not None and profile not in self.catalog.settings.profiles:
+            raise tool_error(ErrorCode.INVALID_ARGUMENTS, f"no profile {profile[:64]!r}")
+        if request.format not in DEFINITION_FORMATS:
+            raise tool_error(
+                ErrorCode.INVALID_ARGUMENTS,
+                f"format {request.format[:16]!r}: one of {', '.join(DEFINITION_FORMATS)}",
+            )
+        return Definitions(
+            profile=profile,
+            digest=self.catalog.profile_digest(profile) if profile is not None else None,
+            definitions=self.catalog.definitions(request.format, profile),
+        )
 
     def tool_activities(self, names: Iterable[str] | None = None) -> list[Callable[..., Any]]:
         """Execute (and prepare) activities for ``names``, default every activity-backed tool."""

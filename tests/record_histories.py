@@ -26,6 +26,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests.support.harness import Handle, make_config, running_worker, start_call, wait_for
 from tests.support.http_servers import serve, text
+from tests.support.tools import ALL_TOOL_NAMES
 from worker.devserver import temporal_binary
 from workflows.client import ToolCallClient
 from workflows.models import (
@@ -224,6 +225,10 @@ async def granted(client: Client, queue: str) -> Handle:
     return await start_call(client, queue, "probe_write", {"token": "g"})
 
 
+async def profiled(client: Client, queue: str) -> Handle:
+    return await start_call(client, queue, "search_tools", {"query": "probe"}, profile="probes")
+
+
 async def notified(client: Client, queue: str) -> Handle:
     handle = await start_call(client, queue, "probe_write", {"token": "n"})
     pending = await _pending(handle)
@@ -261,6 +266,10 @@ SECTIONS: dict[str, dict[str, Any]] = {
         }
     },
     "granted": {"approvers": APPROVERS},
+    "profiled": {
+        "tools": [*ALL_TOOL_NAMES, "search_tools", "read_tool"],
+        "profiles": {"probes": {"tools": ["probes.*", "discovery.*"]}},
+    },
 }
 """The configuration sections a scenario's worker runs with (``notified`` adds its webhook)."""
 
@@ -285,6 +294,7 @@ SCENARIOS: dict[str, Scenario] = {
     "escalated": escalated,
     "granted": granted,
     "notified": notified,
+    "profiled": profiled,
     "uncertain_progress": uncertain_progress,
 }
 EXPECTED_STATUS = {
@@ -307,6 +317,7 @@ EXPECTED_STATUS = {
     "escalated": "completed",
     "granted": "completed",
     "notified": "completed",
+    "profiled": "completed",
     "uncertain_progress": "uncertain",
 }
 """The status each recorded history ends with; the replay test checks the files against it."""

@@ -178,6 +178,7 @@ def _call_parsers(commands_: argparse._SubParsersAction[_Parser]) -> None:
         choices=DEFINITION_FORMATS,
         help="print the definitions as JSON in this provider's shape (--json: anthropic)",
     )
+    tools.add_argument("--profile", metavar="NAME", help="only the tools of this profile")
     replay_ = commands_.add_parser(
         "replay", parents=[output], help="replay exported histories against this version"
     )

@@ -172,10 +172,17 @@ def prune_payloads(config: Config, args: argparse.Namespace) -> int:
 def list_tools(config: Config, args: argparse.Namespace) -> int:
     """The deployment's enabled tools, from its configuration alone."""
     catalog = build_catalog(config)
+    profile = args.profile
+    if profile is not None and profile not in catalog.settings.profiles:
+        known = ", ".join(catalog.settings.profiles) or "none"
+        raise CommandError(EXIT_USAGE, f"tools: no profile {profile!r}; profiles: {known}")
     if args.format is not None:
-        print(dumps(catalog.definitions(args.format)))
+        print(dumps(catalog.definitions(args.format, profile)))
     else:
-        _emit(args, catalog.definitions(), tools_text(catalog))
+        text = tools_text(catalog.specs_of(profile))
+        if profile is not None:
+            text = f"profile {profile} (snapshot {catalog.profile_digest(profile)})\n{text}"
+        _emit(args, catalog.definitions(profile=profile), text)
     return EXIT_OK
 
 

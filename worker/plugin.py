@@ -32,6 +32,7 @@ from activities.notifications import Notifier
 from activities.runtime import ToolRuntime
 from worker.config import Config, ConfigError, build_catalog
 from worker.payloads.converter import PayloadPipeline, payload_pipeline
+from workflows.definitions import DefinitionsWorkflow
 from workflows.grants import GrantWorkflow
 from workflows.tool_call import ToolCallWorkflow
 
@@ -175,7 +176,12 @@ class ToolCallsPlugin(SimplePlugin):
             activities += Notifier(
                 deployment.notifications, namespace=client.namespace, environ=self._environ
             ).activities()
-            config["workflows"] = [*config.get("workflows", ()), ToolCallWorkflow, GrantWorkflow]
+            config["workflows"] = [
+                *config.get("workflows", ()),
+                ToolCallWorkflow,
+                GrantWorkflow,
+                DefinitionsWorkflow,
+            ]
             config["workflow_runner"] = self._runner(
                 config.get("workflow_runner"), isolate=served.config.worker.isolate_workflows
             )

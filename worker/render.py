@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from activities.catalog import Catalog
+from activities.catalog import ToolSpec
 from workflows.client import CallView, PendingCall
 from workflows.grants import Grant
 from workflows.models import (
@@ -344,10 +344,10 @@ def view_json(view: CallView) -> dict[str, Any]:
     }
 
 
-def tools_text(catalog: Catalog) -> str:
+def tools_text(specs: Iterable[ToolSpec]) -> str:
     """The enabled tools: name, side-effect class, capabilities, description."""
     rows = []
-    for spec in catalog:
+    for spec in specs:
         if callable(spec.capabilities):
             caps = "depends on the arguments"
         else:

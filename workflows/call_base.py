@@ -397,6 +397,8 @@ class CallBase:
             approvals=list(self._approved_by),
             edits=list(self._edits),
             digest=plan.digest if plan else None,
+            profile=self._request.profile,
+            profile_digest=plan.profile_digest if plan else None,
             capabilities=plan.capabilities if plan else [],
             events=list(self._events),
             started_at=self._started_at,

@@ -38,6 +38,7 @@ from temporalio.converter import DataConverter
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from workflows.definitions import DefinitionsWorkflow
 from workflows.grant_client import list_grants, revoke_grant
 from workflows.grants import Grant, Revocation
 from workflows.limits import PayloadTooLarge, check_payload, check_request
@@ -53,6 +54,8 @@ from workflows.models import (
     ApprovalRequest,
     CallState,
     DecisionInput,
+    Definitions,
+    DefinitionsRequest,
     EditProposal,
     GrantTerms,
     Phase,
@@ -86,6 +89,8 @@ the call; an update or query sent to a call nobody serves waits forever.
 UPDATE_TIMEOUT = timedelta(seconds=10)
 """How long an update may wait for the worker that answered the probe; then the signal goes."""
 PLAN_WAIT = timedelta(seconds=30)
+DEFINITIONS_WAIT = timedelta(seconds=30)
+"""How long `definitions` waits for a worker of the deployment to answer."""
 """How long ``planned`` waits for a worker that serves the call to plan it."""
 PLAN_POLL_SECONDS = 0.2
 _NO_ANSWER = (
@@ -432,6 +437,19 @@ class ToolCallClient:
             )
         except WorkflowUpdateFailedError as exc:
             raise NoPendingRequest(f"{workflow_id}: edit refused: {_reason(exc)}") from None
+
+    async def definitions(
+        self, *, profile: str | None = None, format: str = "anthropic"
+    ) -> Definitions:
+        """A profile's model-facing definitions (or every enabled tool's), from the deployment:
+        a short ``ToolDefinitions`` workflow asks a worker serving it."""
+        return await self.client.execute_workflow(
+            DefinitionsWorkflow.run,
+            DefinitionsRequest(profile=profile, format=format),
+            id=f"toolcalls-definitions-{uuid.uuid4()}",
+            task_queue=self.task_queue,
+            execution_timeout=DEFINITIONS_WAIT,
+        )
 
     async def grants(self, *, tool: str | None = None) -> list[Grant]:
         """The standing grants in force (from visibility: no worker needed)."""

@@ -35,6 +35,8 @@ PLAN_ACTIVITY = "toolcalls.plan"
 """The plan local activity; besides it the workflow knows tool names, ``NOTIFY_ACTIVITY`` and the
 grant lookup (``workflows.grants``)."""
 NOTIFY_ACTIVITY = "toolcalls.notify"
+DEFINITIONS_ACTIVITY = "toolcalls.definitions"
+DEFINITIONS_WORKFLOW = "ToolDefinitions"
 
 DEFAULT_TASK_QUEUE = "toolcalls"
 DEFAULT_APPROVAL_TIMEOUT = timedelta(hours=24)
@@ -222,6 +224,22 @@ class PlanInput(_Model):
     """The request's policy: discovery tools show only what it and the ceiling allow."""
 
 
+class DefinitionsRequest(_Model):
+    """What ``DEFINITIONS_ACTIVITY`` is asked for: a profile's (or every enabled tool's)
+    definitions in one provider's shape."""
+
+    profile: str | None = None
+    format: str = "anthropic"
+
+
+class Definitions(_Model):
+    """Model-facing definitions, and the profile's snapshot identity."""
+
+    profile: str | None
+    digest: str | None
+    definitions: list[dict[str, Any]]
+
+
 class PlanOutcome(_Model):
     plan: CallPlan | None = None
     error: ToolError | None = None
@@ -312,6 +330,9 @@ class ToolCallResult(_Model):
     """Every approval recorded for the digest that ran (two-person rule)."""
     edits: list[ArgumentEdit] = Field(default_factory=list)
     digest: str | None = None
+    profile: str | None = None
+    profile_digest: str | None = None
+    """The profile's snapshot identity when the call was planned: which definitions it saw."""
     capabilities: list[str] = Field(default_factory=list)
     events: list[CallEvent] = Field(default_factory=list)
     started_at: datetime

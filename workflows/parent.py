@@ -51,10 +51,13 @@ from workflows.limits import (
 from workflows.models import (
     DEFAULT_APPROVAL_TIMEOUT,
     DEFAULT_TASK_QUEUE,
+    DEFINITIONS_ACTIVITY,
     PLAN_ACTIVITY,
     CallEvent,
     CallStatus,
     CapabilityPolicy,
+    Definitions,
+    DefinitionsRequest,
     ErrorCode,
     EventKind,
     PlanInput,
@@ -105,6 +108,7 @@ class ToolCalls:
         approval_timeout: timedelta | None = DEFAULT_APPROVAL_TIMEOUT,
         budget: CallBudget | None = None,
         usage: BudgetUsage | None = None,
+        profile: str | None = None,
     ) -> None:
         """Args:
         task_queue: the toolcalls deployment's task queue (where ``ToolCallWorkflow`` runs).
@@ -112,12 +116,15 @@ class ToolCalls:
         approval_timeout: the approval timeout of every call that keeps the standard 24 h.
         budget: limits shared by all calls made through this object.
         usage: what earlier runs used (after continue-as-new).
+        profile: the deployment profile every call is held to (``[profiles.NAME]``); a request
+            naming another one is refused without starting anything.
         """
         self.task_queue = task_queue
         self.policy = policy
         self.approval_timeout = approval_timeout
         self.budget = budget or CallBudget()
         self.usage = usage or BudgetUsage()
+        self.profile = profile
         self._last_turn: asyncio.Event | None = None
         self._calls: dict[str, _Call] = {}
 
@@ -178,6 +185,13 @@ class ToolCalls:
             too_large = _oversized(request)
             if too_large is not None:
                 return _local_result(request, child_id, CallStatus.FAILED, error=too_large)
+            if self.profile is not None and request.profile != self.profile:
+                error = ToolError(
+                    code=ErrorCode.POLICY_DENIED,
+                    message=f"{request.tool}: this parent's calls are held to profile "
+                    f"{self.profile}, not {request.profile or 'none'}",
+                )
+                return _local_result(request, child_id, CallStatus.DENIED, error=error)
             capabilities: list[str] = []
             if self.budget.per_capability:
                 capabilities, refusal = await self._plan(request, child_id)
@@ -213,6 +227,20 @@ class ToolCalls:
         except ChildWorkflowError as err:
             return _child_failed(request, child_id, err)
 
+    async def definitions(self, format: str = "anthropic") -> Definitions:
+        """The definitions of this helper's profile (or of every enabled tool), from the
+        deployment, to give the model; ``digest`` is the profile's snapshot identity."""
+        result: Definitions = await workflow.execute_activity(
+            DEFINITIONS_ACTIVITY,
+            DefinitionsRequest(profile=self.profile, format=format),
+            result_type=Definitions,
+            task_queue=self.task_queue,
+            schedule_to_start_timeout=PLAN_START_TIMEOUT,
+            start_to_close_timeout=PLAN_TIMEOUT,
+            retry_policy=RetryPolicy(maximum_attempts=1),
+        )
+        return result
+
     def _request(
         self,
         tool: str | ToolCallRequest,
@@ -228,6 +256,8 @@ class ToolCalls:
             updates["call_id"] = str(workflow.uuid4())
         if request.policy is None and self.policy is not None:
             updates["policy"] = self.policy
+        if request.profile is None and self.profile is not None:
+            updates["profile"] = self.profile
         # "Not set" does not survive serialisation (every field is sent), so the standard default
         # stands for "not set".
         if request.approval_timeout == DEFAULT_APPROVAL_TIMEOUT:
@@ -242,7 +272,11 @@ class ToolCalls:
             outcome = await workflow.execute_activity(
                 PLAN_ACTIVITY,
                 PlanInput(
-                    tool=request.tool, arguments=request.arguments, task_queue=request.task_queue
+                    tool=request.tool,
+                    arguments=request.arguments,
+                    task_queue=request.task_queue,
+                    profile=request.profile,
+                    policy=request.policy,
                 ),
                 result_type=PlanOutcome,
                 task_queue=self.task_queue,
@@ -260,7 +294,9 @@ class ToolCalls:
             return [], _local_result(request, child_id, status, code, message)
         if outcome.plan is None:
             error = outcome.error or ToolError(code=ErrorCode.INTERNAL, message="no plan")
-            return [], _local_result(request, child_id, CallStatus.FAILED, error=error)
+            denied = error.code is ErrorCode.POLICY_DENIED
+            status = CallStatus.DENIED if denied else CallStatus.FAILED
+            return [], _local_result(request, child_id, status, error=error)
         return outcome.plan.capabilities, None
 
     def _reserve(self, capabilities: list[str]) -> str | None:

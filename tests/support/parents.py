@@ -11,7 +11,7 @@ from datetime import timedelta
 from pydantic import BaseModel, Field
 from temporalio import workflow
 
-from workflows.models import CapabilityPolicy, ToolCallRequest, ToolCallResult
+from workflows.models import CapabilityPolicy, Definitions, ToolCallRequest, ToolCallResult
 from workflows.parent import BudgetUsage, CallBudget, ToolCalls
 
 
@@ -90,3 +90,19 @@ class StepParent:
     @workflow.signal
     def proceed(self) -> None:
         self._allowed += 1
+
+
+class DefinitionsInput(BaseModel):
+    task_queue: str
+    profile: str | None = None
+    format: str = "anthropic"
+
+
+@workflow.defn
+class DefinitionsParent:
+    """Asks the deployment for its profile's definitions, as an agent loop's first step would."""
+
+    @workflow.run
+    async def run(self, input: DefinitionsInput) -> Definitions:
+        tools = ToolCalls(task_queue=input.task_queue, profile=input.profile)
+        return await tools.definitions(format=input.format)

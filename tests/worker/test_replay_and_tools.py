@@ -254,6 +254,43 @@ def test_tools_prints_each_providers_format(tmp_path: Path) -> None:
     assert "invalid choice: 'gemini'" in unknown.stderr
 
 
+def test_tools_exports_a_profile_in_every_format(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path,
+        'tools = ["calculator", "current_datetime", "search_tools", "read_tool"]\n'
+        '[profiles.small]\ntools = ["calculator", "discovery.*"]\n',
+    )
+    catalog = build_catalog(load_config(config))
+    for format in ("openai", "anthropic", "mcp"):
+        done = run(
+            [TOOLCALLS, "tools", "--config", str(config), "--profile", "small", "--format", format],
+            tmp_path,
+            TEMPORAL_ADDRESS=UNREACHABLE,
+        )
+        assert (done.returncode, done.stderr) == (0, "")
+        printed = json.loads(done.stdout)
+        assert printed == catalog.definitions(format, "small")
+        assert [tool["name"] for tool in printed] == ["calculator", "search_tools", "read_tool"]
+    text = run(
+        [TOOLCALLS, "tools", "--config", str(config), "--profile", "small"],
+        tmp_path,
+        TEMPORAL_ADDRESS=UNREACHABLE,
+    )
+    assert text.stdout.splitlines()[0] == (
+        f"profile small (snapshot {catalog.profile_digest('small')})"
+    )
+    assert "current_datetime" not in text.stdout
+    missing = run(
+        [TOOLCALLS, "tools", "--config", str(config), "--profile", "big"],
+        tmp_path,
+        TEMPORAL_ADDRESS=UNREACHABLE,
+    )
+    assert (missing.returncode, missing.stderr) == (
+        2,
+        "toolcalls: tools: no profile 'big'; profiles: small\n",
+    )
+
+
 def _assert_strict(schema: Any) -> None:
     """Every object in the schema is closed and requires every one of its properties."""
     if isinstance(schema, dict):
