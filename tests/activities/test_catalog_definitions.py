@@ -42,6 +42,8 @@ def full_config(tmp_path: Path, *, writes: bool = True, **sections: Any) -> Conf
         "http": HTTP_TABLES if writes else [{**t, "allowed_methods": ["GET"]} for t in HTTP_TABLES],
         "documents": {"roots": [str(work)]},
         "database": {"path": str(database)},
+        "calendar": {"backend": "google", "token_env": "CALENDAR_TOKEN"},
+        "email": {"backend": "gmail", "token_env": "MAIL_TOKEN", "sender": "me@example.com"},
         **sections,
     }
     return parse_config(data)

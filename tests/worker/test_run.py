@@ -24,6 +24,7 @@ from tests.worker.support import free_port
 from worker.config import Config, parse_config
 from worker.devserver import temporal_binary
 from worker.run import StartupError, build_worker, ensure_search_attributes, serve
+from workflows.definitions import DefinitionsWorkflow
 from workflows.grants import GrantWorkflow
 from workflows.models import (
     PLAN_ACTIVITY,
@@ -274,4 +275,8 @@ async def test_worker_options_come_from_the_config(client: Client, task_queue: s
     assert options.get("max_cached_workflows") == 0
     assert options.get("max_concurrent_activities") == 9
     assert options.get("graceful_shutdown_timeout") == timedelta(seconds=3)
-    assert list(options.get("workflows") or []) == [ToolCallWorkflow, GrantWorkflow]
+    assert list(options.get("workflows") or []) == [
+        ToolCallWorkflow,
+        GrantWorkflow,
+        DefinitionsWorkflow,
+    ]
