@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from worker.config import check_rule_keys
+from worker.sections import check_rule_keys
 from workflows import policy
 from workflows.models import (
     MAX_APPROVER_CHARS,

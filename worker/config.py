@@ -15,14 +15,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from types import UnionType
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+from pydantic import BaseModel, Field, ValidationError, create_model, field_validator
 
 from activities.capabilities import CAPABILITIES, default_ceiling
 from activities.catalog import (
     DEFAULT_TOOLS,
-    MAX_READ_ATTEMPTS,
     Catalog,
     CatalogError,
     CatalogSettings,
@@ -33,134 +32,25 @@ from activities.families import BUILTIN_FAMILIES
 from activities.family import AnyFamily, Deployment, Family, FamilySettings, needs
 from activities.notifications import NotificationsSettings
 from worker.payloads.settings import CodecSection, PayloadsSection
-from workflows import policy
+from worker.sections import (
+    ActivitiesSection,
+    CeilingSection,
+    DevSection,
+    ProfileSection,
+    TemporalSection,
+    WorkerSection,
+    _Section,
+)
 from workflows.approvers import ApproversSettings
-from workflows.models import DEFAULT_TASK_QUEUE, CapabilityPolicy, Effect
+from workflows.models import DEFAULT_TASK_QUEUE, CapabilityPolicy
 
 CONFIG_ENV = "TOOLCALLS_CONFIG"
 
 S = TypeVar("S", bound=FamilySettings)
 
-Seconds = Annotated[float, Field(gt=0)]
-
 
 class ConfigError(ValueError):
     """The configuration is invalid; the message names the key and the file."""
-
-
-def check_rule_keys(rules: Iterable[str]) -> None:
-    """Refuse policy rule keys that are malformed or match no capability.
-
-    Raises:
-        ValueError: naming the bad keys.
-    """
-    rules = list(rules)
-    bad = [key for key in rules if not policy.is_valid_rule(key)]
-    if bad:
-        raise ValueError(f"invalid rule keys {bad}: use a capability or a family.* prefix")
-    # A misspelt rule would match nothing, so a deny written for it would silently not apply.
-    unknown = [
-        key
-        for key in rules
-        if not any(
-            cap.startswith(key[:-1]) if key.endswith(".*") else cap == key for cap in CAPABILITIES
-        )
-    ]
-    if unknown:
-        raise ValueError(f"rule keys {unknown} match no capability")
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class TemporalSection(_Section):
-    """Where the worker connects. Flags beat ``TEMPORAL_*`` variables, which beat this section,
-    which beats the Temporal profile file (``temporalio.envconfig``)."""
-
-    profile: str | None = None
-    config_file: Path | None = None
-    """A Temporal client configuration file (TOML profiles); default Temporal's own location."""
-    address: str | None = None
-    namespace: str | None = None
-
-
-class WorkerSection(_Section):
-    queue: str | None = None
-    """The task queue this process polls; default the deployment's ``task_queue``."""
-    serve_workflows: bool | None = None
-    """Run ``ToolCallWorkflow``; default true when ``queue`` is the deployment's task queue."""
-    serve_tools: bool = True
-    """Run the enabled tools assigned to ``queue``."""
-    graceful_shutdown_seconds: Seconds = 30
-    max_concurrent_activities: int = Field(default=100, ge=1)
-    max_cached_workflows: int = Field(default=1000, ge=0)
-    isolate_workflows: bool = False
-    """Re-import the workflow code in the sandbox for every workflow (slower; see performance)."""
-
-
-class CeilingSection(_Section):
-    """The deployment's ceiling policy; a written ceiling replaces the default one entirely.
-
-    ``default_effect`` defaults to ``require_approval`` here (not ``allow``, as in a request
-    policy) so that a capability the file forgets to mention still needs a human.
-    """
-
-    rules: dict[str, Effect] = Field(default_factory=dict)
-    tools: dict[str, Effect] = Field(default_factory=dict)
-    default_effect: Effect = Effect.REQUIRE_APPROVAL
-
-    @field_validator("rules")
-    @classmethod
-    def _rule_keys(cls, rules: dict[str, Effect]) -> dict[str, Effect]:
-        check_rule_keys(rules)
-        return rules
-
-    def policy(self) -> CapabilityPolicy:
-        return CapabilityPolicy(
-            rules=self.rules, tools=self.tools, default_effect=self.default_effect
-        )
-
-
-class TimeoutsSection(_Section):
-    start_to_close_seconds: Seconds
-    heartbeat_seconds: Seconds | None = None
-
-
-class ActivitiesSection(_Section):
-    schedule_to_start_seconds: Seconds = 60
-    read_attempts: int = Field(default=1, ge=1, le=MAX_READ_ATTEMPTS)
-    question_timeout_seconds: Seconds = 300
-    local_pure_tools: bool = True
-    task_queues: dict[str, str] = Field(default_factory=dict)
-    timeouts: dict[str, TimeoutsSection] = Field(default_factory=dict)
-
-
-class ProfileSection(_Section):
-    """``[profiles.NAME]``: the tools of one profile, by name or ``FAMILY.*``."""
-
-    tools: list[str] = Field(min_length=1)
-    description: str | None = None
-
-    @field_validator("tools")
-    @classmethod
-    def _entries(cls, tools: list[str]) -> list[str]:
-        twice = sorted({entry for entry in tools if tools.count(entry) > 1})
-        if twice:
-            raise ValueError(f"listed twice: {', '.join(twice)}")
-        return tools
-
-
-class DevSection(_Section):
-    """The embedded dev server of ``toolcalls worker --dev`` and ``toolcalls dev``."""
-
-    data_dir: Path = Path(".toolcalls")
-    ip: str = "127.0.0.1"
-    port: int = Field(default=7233, ge=1, le=65535)
-    ui_port: int | None = Field(default=8233, ge=1, le=65535)
-    headless: bool = False
-    """Run without the web UI (TOML has no null, so a file cannot set ``ui_port`` to ``None``)."""
-    namespace: str = "default"
 
 
 class BaseConfig(_Section):

@@ -18,7 +18,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter
 from temporalio.envconfig import ClientConfigProfile
 
-from worker.config import ConfigError, TemporalSection
+from worker.config import ConfigError
+from worker.sections import TemporalSection
 
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"

@@ -1,0 +1,309 @@
+"""What every front's client does with a call once it exists: find a worker, decide, answer.
+
+``ClientBase`` is the part of ``ToolCallClient`` (``workflows.client``) that reaches one call:
+``decide`` uses the ``decide`` update when a worker serves the call (so a rejected decision comes
+back with the validator's reason) and the signal when none does (the decision is queued and
+applied when a worker returns).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import (
+    Client,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import DataConverter
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from workflows.limits import check_payload
+from workflows.models import (
+    DEFAULT_TASK_QUEUE,
+    MEMO_PENDING_APPROVAL,
+    MEMO_PENDING_QUESTION,
+    SEARCH_STATUS,
+    WORKFLOW_NAME,
+    ApprovalDecision,
+    ApprovalRequest,
+    CallState,
+    DecisionInput,
+    EditProposal,
+    GrantTerms,
+    Phase,
+    ToolCallResult,
+    UserAnswer,
+    UserQuestion,
+)
+from workflows.tool_call import ToolCallWorkflow
+from workflows.views import (
+    Delivery,
+    NoPendingRequest,
+    Outcome,
+    model_or_none,
+)
+
+POLLER_FRESHNESS = timedelta(minutes=1)
+"""A workflow poller seen this recently may be a worker serving the call's queue."""
+PROBE_TIMEOUT = timedelta(seconds=5)
+"""How long a worker gets to answer the ``status`` query before the call counts as unserved.
+
+The server keeps listing a stopped worker's pollers as fresh for up to a minute (a live idle
+worker's last poll is up to a minute old too), so fresh pollers alone do not prove a worker serves
+the call; an update or query sent to a call nobody serves waits forever.
+"""
+UPDATE_TIMEOUT = timedelta(seconds=10)
+"""How long an update may wait for the worker that answered the probe; then the signal goes."""
+PLAN_WAIT = timedelta(seconds=30)
+"""How long ``planned`` waits for a worker that serves the call to plan it."""
+DEFINITIONS_WAIT = timedelta(seconds=30)
+"""How long ``definitions`` waits for a worker of the deployment to answer."""
+PLAN_POLL_SECONDS = 0.2
+_NO_ANSWER = (
+    RPCStatusCode.CANCELLED,  # how the SDK reports its own RPC timeout
+    RPCStatusCode.DEADLINE_EXCEEDED,
+    RPCStatusCode.FAILED_PRECONDITION,  # "no poller seen for task queue recently"
+)
+PENDING_QUERY = (
+    f'WorkflowType = "{WORKFLOW_NAME}" AND ExecutionStatus = "Running" AND '
+    f'{SEARCH_STATUS.name} IN ("{Phase.AWAITING_APPROVAL.value}", "{Phase.AWAITING_ANSWER.value}")'
+)
+
+Handle = WorkflowHandle[ToolCallWorkflow, ToolCallResult]
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def pydantic_converter(existing: DataConverter | None = None) -> DataConverter:
+    """``existing`` with the pydantic payload converter every toolcalls payload needs.
+
+    Only the payload converter changes: a codec (encryption, say) and a failure converter the
+    application chose must stay, or payloads would go out unencoded.
+    """
+    if existing is None:
+        return pydantic_data_converter
+    if existing.payload_converter_class is pydantic_data_converter.payload_converter_class:
+        return existing
+    return dataclasses.replace(
+        existing, payload_converter_class=pydantic_data_converter.payload_converter_class
+    )
+
+
+def with_pydantic_converter(client: Client) -> Client:
+    """``client``, or a client on the same connection with ``pydantic_converter``."""
+    converter = pydantic_converter(client.data_converter)
+    if converter is client.data_converter:
+        return client
+    config = client.config()
+    config["data_converter"] = converter
+    return Client(**config)
+
+
+class ClientBase:
+    """A Temporal client with the pydantic converter, and a call's decisions and answers."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        task_queue: str = DEFAULT_TASK_QUEUE,
+        probe_timeout: timedelta = PROBE_TIMEOUT,
+        update_timeout: timedelta = UPDATE_TIMEOUT,
+    ) -> None:
+        self.client = with_pydantic_converter(client)
+        self.task_queue = task_queue
+        self.probe_timeout = probe_timeout
+        self.update_timeout = update_timeout
+
+    def handle(self, workflow_id: str) -> Handle:
+        return self.client.get_workflow_handle_for(ToolCallWorkflow.run, workflow_id)
+
+    async def worker_serving(self, task_queue: str) -> bool:
+        """Whether a worker polled ``task_queue`` for workflow tasks in the last minute."""
+        response = await self.client.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=self.client.namespace,
+                task_queue=TaskQueue(name=task_queue),
+                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+            )
+        )
+        now = datetime.now(UTC)
+        return any(
+            now - poller.last_access_time.ToDatetime(UTC) < POLLER_FRESHNESS
+            for poller in response.pollers
+        )
+
+    async def _live_state(
+        self, handle: Handle, description: WorkflowExecutionDescription
+    ) -> CallState | None:
+        """The call's state from the worker serving it, or ``None`` when none answers in time."""
+        if not await self.worker_serving(description.task_queue):
+            return None
+        try:
+            return await handle.query(ToolCallWorkflow.status, rpc_timeout=self.probe_timeout)
+        except RPCError as exc:
+            if exc.status in _NO_ANSWER:
+                return None
+            raise
+
+    async def decide(self, workflow_id: str, decision: ApprovalDecision) -> Outcome:
+        """Send a decision: the update when a worker serves the call, else the signal."""
+        await check_payload(self.client.data_converter, "the decision", decision)
+        handle = self.handle(workflow_id)
+        description = await handle.describe()
+        if description.status is not WorkflowExecutionStatus.RUNNING:
+            raise NoPendingRequest(f"{workflow_id}: the call has ended")
+        if await self._live_state(handle, description) is None:
+            signal = ToolCallWorkflow.approve if decision.approved else ToolCallWorkflow.deny
+            await handle.signal(signal, DecisionInput(**decision.model_dump(exclude={"approved"})))
+            return Outcome(Delivery.QUEUED)
+        signal = ToolCallWorkflow.approve if decision.approved else ToolCallWorkflow.deny
+        try:
+            record = await handle.execute_update(
+                ToolCallWorkflow.decide, decision, rpc_timeout=self.update_timeout
+            )
+        except WorkflowUpdateFailedError as exc:
+            return Outcome(Delivery.REJECTED, reason=_reason(exc))
+        except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
+            await _signal_after_timeout(
+                handle, exc, signal, DecisionInput(**decision.model_dump(exclude={"approved"}))
+            )
+            return Outcome(Delivery.QUEUED)
+        except RPCError as exc:
+            if exc.status is RPCStatusCode.NOT_FOUND:
+                return Outcome(Delivery.REJECTED, reason="the call has ended")
+            raise
+        return Outcome(Delivery.ACCEPTED, record=record)
+
+    async def approve(
+        self,
+        workflow_id: str,
+        *,
+        approver: str = "",
+        reason: str | None = None,
+        arguments: dict[str, Any] | None = None,
+        remember: GrantTerms | None = None,
+    ) -> Outcome:
+        """Approve the call's pending request, found in its memo; with ``arguments``, approve
+        the call with those arguments instead (it is planned and previewed again); with
+        ``remember``, also grant the approval to later calls."""
+        pending = await self.pending_approval(workflow_id)
+        decision = ApprovalDecision(
+            request_id=pending.request_id,
+            digest=pending.digest,
+            approved=True,
+            approver=approver,
+            reason=reason,
+            arguments=arguments,
+            remember=remember,
+        )
+        return await self.decide(workflow_id, decision)
+
+    async def deny(
+        self, workflow_id: str, *, approver: str = "", reason: str | None = None
+    ) -> Outcome:
+        """Deny the call's pending request, found in its memo."""
+        pending = await self.pending_approval(workflow_id)
+        decision = ApprovalDecision(
+            request_id=pending.request_id,
+            digest=pending.digest,
+            approved=False,
+            approver=approver,
+            reason=reason,
+        )
+        return await self.decide(workflow_id, decision)
+
+    async def propose_edit(
+        self, workflow_id: str, arguments: dict[str, Any], *, editor: str = ""
+    ) -> ApprovalRequest:
+        """Propose other arguments for the pending request without approving them; the new
+        request (with its own preview) is returned, or ``NoPendingRequest`` with the reason the
+        workflow gave. Needs a worker serving the call (it plans and previews the edit)."""
+        pending = await self.pending_approval(workflow_id)
+        proposal = EditProposal(
+            request_id=pending.request_id,
+            digest=pending.digest,
+            editor=editor,
+            arguments=arguments,
+        )
+        await check_payload(self.client.data_converter, "the edit", proposal)
+        try:
+            return await self.handle(workflow_id).execute_update(
+                ToolCallWorkflow.edit, proposal, rpc_timeout=self.update_timeout
+            )
+        except WorkflowUpdateFailedError as exc:
+            raise NoPendingRequest(f"{workflow_id}: edit refused: {_reason(exc)}") from None
+
+    async def pending_approval(self, workflow_id: str) -> ApprovalRequest:
+        """The call's pending approval request, or ``NoPendingRequest``."""
+        pending = await self._memo(workflow_id, MEMO_PENDING_APPROVAL, ApprovalRequest)
+        if pending is None:
+            raise NoPendingRequest(f"{workflow_id}: no approval is pending")
+        return pending
+
+    async def pending_question(self, workflow_id: str) -> UserQuestion:
+        """The call's pending question, or ``NoPendingRequest``."""
+        pending = await self._memo(workflow_id, MEMO_PENDING_QUESTION, UserQuestion)
+        if pending is None:
+            raise NoPendingRequest(f"{workflow_id}: no question is pending")
+        return pending
+
+    async def answer(self, workflow_id: str, text: str | None, *, responder: str = "") -> Outcome:
+        """Answer (``None`` declines) the call's pending question."""
+        question = await self.pending_question(workflow_id)
+        answer = UserAnswer(request_id=question.request_id, answer=text, responder=responder)
+        await check_payload(self.client.data_converter, "the answer", answer)
+        handle = self.handle(workflow_id)
+        description = await handle.describe()
+        if await self._live_state(handle, description) is None:
+            await handle.signal(ToolCallWorkflow.answer_signal, answer)
+            return Outcome(Delivery.QUEUED)
+        try:
+            output = await handle.execute_update(
+                ToolCallWorkflow.answer, answer, rpc_timeout=self.update_timeout
+            )
+        except WorkflowUpdateFailedError as exc:
+            return Outcome(Delivery.REJECTED, reason=_reason(exc))
+        except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
+            await _signal_after_timeout(handle, exc, ToolCallWorkflow.answer_signal, answer)
+            return Outcome(Delivery.QUEUED)
+        return Outcome(Delivery.ACCEPTED, record=output)
+
+    async def _memo(self, workflow_id: str, key: str, model: type[_M]) -> _M | None:
+        description = await self.handle(workflow_id).describe()
+        if description.status is not WorkflowExecutionStatus.RUNNING:
+            return None
+        return model_or_none(model, (await description.memo()).get(key))
+
+
+def _reason(exc: WorkflowUpdateFailedError) -> str:
+    cause = exc.cause
+    return cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
+
+
+async def _signal_after_timeout(
+    handle: Handle,
+    exc: WorkflowUpdateRPCTimeoutOrCancelledError,
+    signal: Any,
+    payload: object,
+) -> None:
+    """Send ``signal`` when an update timed out: the worker that answered the probe is gone.
+
+    If the update was delivered after all, the workflow takes the first of the two and records
+    the other as ignored. A cancellation of the caller is not a timeout: it propagates.
+    """
+    if isinstance(exc.__cause__, asyncio.CancelledError):
+        raise asyncio.CancelledError
+    await handle.signal(signal, payload)
