@@ -41,6 +41,7 @@ from workflows.models import (
     DEFINITIONS_ACTIVITY,
     PLAN_ACTIVITY,
     WORKFLOW_NAME,
+    CallPlan,
     CapabilityPolicy,
     Definitions,
     DefinitionsRequest,
@@ -51,6 +52,7 @@ from workflows.models import (
     PlanOutcome,
     Prepared,
     SideEffect,
+    ToolError,
     prepare_activity_name,
 )
 
@@ -100,13 +102,49 @@ class ToolRuntime:
 
         @activity.defn(name=PLAN_ACTIVITY)
         async def plan(input: PlanInput) -> PlanOutcome:
-            return self.catalog.plan(input, self.ceiling, local, self.approvers, self.webhooks)
+            outcome = self.catalog.plan(input, self.ceiling, local, self.approvers, self.webhooks)
+            if input.run and outcome.plan is not None and _runs_in_plan(outcome.plan, input):
+                return await self._run_in_plan(outcome, input)
+            return outcome
 
         @activity.defn(name=DEFINITIONS_ACTIVITY)
         async def definitions(request: DefinitionsRequest) -> Definitions:
             return self.definitions(request)
 
         return [plan, definitions]
+
+    async def _run_in_plan(self, outcome: PlanOutcome, input: PlanInput) -> PlanOutcome:
+        """Run an allowed pure tool inside the plan: the call needs no other activity.
+
+        It runs here, in this worker, under the plan's options and the same checks of its result
+        as an execute activity; the arguments are the ones just validated and digested.
+        """
+        plan = outcome.plan
+        assert plan is not None
+        spec = self.catalog.get(plan.tool)
+        assert spec is not None
+        instance = self._instance(spec)
+        execute = ExecuteInput(
+            tool=plan.tool,
+            arguments=plan.arguments,
+            digest=plan.digest,
+            call_id=input.call_id or "",
+            idempotency_key="",
+            visible_tools=plan.visible_tools,
+        )
+        try:
+            with _expected_failures(spec.name, execute):
+                args = spec.arguments.model_validate(plan.arguments)
+                result = await _call(spec, getattr(instance, spec.name), args, execute)
+                if not isinstance(result, spec.result):
+                    raise tool_error(
+                        ErrorCode.INTERNAL, f"{spec.name}: returned the wrong result type"
+                    )
+                await self._check_size(spec, "result", result)
+        except ApplicationError as exc:
+            error, partial = failure_of(spec.name, exc)
+            return outcome.model_copy(update={"ran": True, "run_error": error, "output": partial})
+        return outcome.model_copy(update={"ran": True, "output": result.model_dump(mode="json")})
 
     def definitions(self, request: DefinitionsRequest) -> Definitions:
         """A profile's definitions (or every enabled tool's) for a parent or an application."""
@@ -256,6 +294,29 @@ def _expected_failures(activity_name: str, input: ExecuteInput) -> Iterator[None
             next_retry_delay=err.next_retry_delay,
             category=ApplicationErrorCategory.BENIGN,
         ) from None
+
+
+def _runs_in_plan(plan: CallPlan, input: PlanInput) -> bool:
+    """An allowed pure tool the workflow worker runs locally: the plan can run it at once."""
+    if plan.activity is None or not plan.activity.local or plan.side_effect is not SideEffect.PURE:
+        return False
+    decision = policy.decide(plan.ceiling, input.policy, plan.tool, plan.capabilities)
+    return decision.effect is Effect.ALLOW
+
+
+def failure_of(tool: str, exc: ApplicationError) -> tuple[ToolError, Any]:
+    """The ``ToolError`` and partial output of a tool's failure, as the workflow maps one."""
+    details = exc.details[0] if exc.details and isinstance(exc.details[0], dict) else {}
+    kind = exc.type or ""
+    known = kind in {code.value for code in ErrorCode}
+    code = ErrorCode(kind) if known else ErrorCode.EXECUTION_FAILED
+    error = ToolError(
+        code=code,
+        message=exc.message if known else f"{tool}: {kind}: {exc.message}",
+        retryable=not exc.non_retryable,
+        fixable_args=list(details.get("fixable_args") or []),
+    )
+    return error, details.get("output")
 
 
 async def _call(spec: ToolSpec, method: ToolMethod, args: ToolArgs, input: ExecuteInput) -> Any:

@@ -295,6 +295,7 @@ SCENARIOS: dict[str, Scenario] = {
     "granted": granted,
     "notified": notified,
     "profiled": profiled,
+    "ran_in_plan": allowed,
     "uncertain_progress": uncertain_progress,
 }
 EXPECTED_STATUS = {
@@ -318,6 +319,7 @@ EXPECTED_STATUS = {
     "granted": "completed",
     "notified": "completed",
     "profiled": "completed",
+    "ran_in_plan": "completed",
     "uncertain_progress": "uncertain",
 }
 """The status each recorded history ends with; the replay test checks the files against it."""

@@ -91,6 +91,8 @@ class CallBase:
         self._deadline = _deadline(request, self._started_at)
         self._phase = Phase.PLANNING
         self._plan: CallPlan | None = None
+        self._outcome: PlanOutcome | None = None
+        """The plan's answer; it holds the tool's outcome when the plan ran the tool."""
         self._events: list[CallEvent] = []
         self._dropped_events = 0
         self._approvals: Approvals | None = None
@@ -121,7 +123,7 @@ class CallBase:
                 fixable_args=bad,
             )
             raise _Ended(self._end_with(CallStatus.FAILED, error))
-        outcome = await self._plan_call(self._request.arguments)
+        outcome = await self._plan_call(self._request.arguments, run=True)
         if outcome.plan is None:
             error = outcome.error or ToolError(code=ErrorCode.INTERNAL, message="plan gave nothing")
             if error.code is ErrorCode.POLICY_DENIED:
@@ -130,6 +132,7 @@ class CallBase:
             raise _Ended(self._end_with(status, error))
         plan: CallPlan = outcome.plan
         self._plan = plan
+        self._outcome = outcome
         self._search_updates += [
             SEARCH_TOOL.value_set(plan.tool),
             SEARCH_CAPABILITIES.value_set(plan.capabilities),
@@ -138,8 +141,9 @@ class CallBase:
         self._event(EventKind.PLANNED, f"{plan.tool} ({plan.side_effect.value}; {caps})")
         return plan
 
-    async def _plan_call(self, arguments: dict[str, Any]) -> PlanOutcome:
-        """Run the ``plan`` local activity for ``arguments`` (an edit plans them again)."""
+    async def _plan_call(self, arguments: dict[str, Any], *, run: bool = False) -> PlanOutcome:
+        """Run the ``plan`` local activity for ``arguments`` (an edit plans them again); with
+        ``run``, an allowed pure tool runs inside it."""
         try:
             outcome: PlanOutcome = await workflow.execute_local_activity(
                 PLAN_ACTIVITY,
@@ -149,6 +153,8 @@ class CallBase:
                     task_queue=self._request.task_queue,
                     profile=self._request.profile,
                     policy=self._request.policy,
+                    call_id=self._call_id,
+                    run=run,
                 ),
                 result_type=PlanOutcome,
                 start_to_close_timeout=PLAN_TIMEOUT,

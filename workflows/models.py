@@ -222,6 +222,10 @@ class PlanInput(_Model):
     profile: str | None = None
     policy: CapabilityPolicy | None = None
     """The request's policy: discovery tools show only what it and the ceiling allow."""
+    call_id: str | None = None
+    run: bool = False
+    """Run an allowed pure tool inside the plan (one local activity for the whole call);
+    ``ToolCallWorkflow`` asks for it, a parent planning for its budget does not."""
 
 
 class DefinitionsRequest(_Model):
@@ -243,6 +247,11 @@ class Definitions(_Model):
 class PlanOutcome(_Model):
     plan: CallPlan | None = None
     error: ToolError | None = None
+    ran: bool = False
+    """The plan ran the tool (an allowed pure tool): ``output`` and ``run_error`` are its
+    outcome, and no execute activity follows."""
+    output: Any = None
+    run_error: ToolError | None = None
 
 
 class QuestionStatus(StrEnum):

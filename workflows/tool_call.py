@@ -18,7 +18,7 @@ from temporalio.exceptions import ApplicationError, CancelledError
 
 from workflows import policy
 from workflows.approval_flow import ApprovalFlow
-from workflows.call_base import _Ended
+from workflows.call_base import _STATUS_FOR_CODE, _Ended
 from workflows.models import (
     MAX_ANSWER_CHARS,
     MEMO_PENDING_QUESTION,
@@ -31,6 +31,7 @@ from workflows.models import (
     ErrorCode,
     EventKind,
     Phase,
+    PlanOutcome,
     QuestionStatus,
     ToolCallRequest,
     ToolCallResult,
@@ -80,7 +81,20 @@ class ToolCallWorkflow(ApprovalFlow):
             plan = await self._approved(plan, decision)
         if plan.activity is None:
             return await self._ask_user(plan)
+        outcome = self._outcome
+        if outcome is not None and outcome.ran and decision.effect is Effect.ALLOW:
+            return self._ran_in_plan(plan, outcome)
         return await self._execute(plan)
+
+    def _ran_in_plan(self, plan: CallPlan, outcome: PlanOutcome) -> ToolCallResult:
+        """The outcome of a pure tool the plan ran: the call costs one local activity."""
+        self._phase = Phase.RUNNING
+        self._event(EventKind.STARTED, f"{plan.tool} ran in the plan")
+        error = outcome.run_error
+        if error is not None:
+            status = _STATUS_FOR_CODE.get(error.code, CallStatus.FAILED)
+            return self._end_with(status, error, output=outcome.output)
+        return self._end(CallStatus.COMPLETED, output=outcome.output)
 
     async def _ask_user(self, plan: CallPlan) -> ToolCallResult:
         now = workflow.now()

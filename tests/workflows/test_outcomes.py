@@ -6,9 +6,19 @@ import asyncio
 from datetime import timedelta
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from tests.support.harness import make_config, run_call, running_worker, start_call, wait_for
+from tests.support.harness import (
+    decision,
+    history_types,
+    make_config,
+    pending_approval,
+    run_call,
+    running_worker,
+    start_call,
+    wait_for,
+)
 from workflows.models import (
     CallStatus,
     CapabilityPolicy,
@@ -17,6 +27,7 @@ from workflows.models import (
     EventKind,
     Phase,
 )
+from workflows.tool_call import ToolCallWorkflow
 
 ALLOW_ALL = {"ceiling": {"default_effect": "allow"}}
 
@@ -283,3 +294,37 @@ async def test_cancellation_does_not_reach_an_activity_without_heartbeats(
     assert result.status is CallStatus.COMPLETED
     assert result.output == {"ticks": 30}
     assert probes.runs == {"probe_nap": 1}
+
+
+async def test_an_allowed_pure_tool_runs_inside_its_plan(client: Client, task_queue: str) -> None:
+    async with running_worker(client, make_config(task_queue)):
+        handle = await start_call(client, task_queue, "calculator", {"expression": "6 * 7"})
+        result = await handle.result()
+        failed = await run_call(client, task_queue, "calculator", {"expression": "1 / 0"})
+        gated = await start_call(
+            client,
+            task_queue,
+            "calculator",
+            {"expression": "2 + 2"},
+            policy=CapabilityPolicy(tools={"calculator": Effect.REQUIRE_APPROVAL}),
+        )
+        pending = await pending_approval(gated)
+        await gated.execute_update(ToolCallWorkflow.decide, decision(pending))
+        approved = await gated.result()
+    assert result.status is CallStatus.COMPLETED
+    assert result.output == {"expression": "6 * 7", "result": 42}
+    types = await history_types(handle)
+    # One local activity (the plan, which ran the tool) and one visibility write, at the end.
+    assert types.count(EventType.EVENT_TYPE_MARKER_RECORDED) == 1
+    assert types.count(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES) == 1
+    assert [e.message for e in result.events if e.kind is EventKind.STARTED] == [
+        "calculator ran in the plan"
+    ]
+    # A failure inside the plan is the tool's, typed as it would be from its own activity.
+    assert failed.status is CallStatus.FAILED
+    assert failed.error is not None
+    assert failed.error.code is ErrorCode.EXECUTION_FAILED
+    assert "division by zero" in failed.error.message
+    # A call that needs an approval never runs in its plan: after the approval, its activity.
+    assert approved.status is CallStatus.COMPLETED
+    assert (await history_types(gated)).count(EventType.EVENT_TYPE_MARKER_RECORDED) == 2
