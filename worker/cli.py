@@ -123,7 +123,12 @@ def _call_parsers(commands_: argparse._SubParsersAction[_Parser]) -> None:
     pending = commands_.add_parser(
         "pending", parents=both, help="list calls waiting for an approval or an answer"
     )
-    pending.add_argument("--limit", type=int, default=100, help="list at most this many")
+    pending.add_argument(
+        "--limit", type=int, default=100, help="list at most this many (a page; 1-1000)"
+    )
+    pending.add_argument(
+        "--page-token", metavar="TOKEN", help="the next page, as the previous one printed it"
+    )
     show = commands_.add_parser("show", parents=both, help="show one call")
     show.add_argument("workflow_id", metavar="WORKFLOW_ID")
 

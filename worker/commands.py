@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import binascii
 import contextlib
 import os
 import sys
@@ -56,6 +57,7 @@ from workflows.client import (
     NoPendingRequest,
     Outcome,
     PayloadTooLarge,
+    PendingPage,
     Started,
     ToolCallClient,
 )
@@ -108,8 +110,16 @@ async def run(config: Config, args: argparse.Namespace) -> int:
         if request is not None:
             return await _call(calls, args, request)
         if args.command == "pending":
-            waiting = await calls.pending(limit=args.limit)
-            _emit(args, [pending_json(call) for call in waiting], pending_table(waiting))
+            try:
+                page = await calls.pending_page(page_size=args.limit, page_token=args.page_token)
+            except (ValueError, binascii.Error) as exc:
+                raise CommandError(EXIT_USAGE, f"pending: {exc}") from None
+            data = {
+                "calls": [pending_json(call) for call in page.calls],
+                "total": page.total,
+                "next_page_token": page.next_page_token,
+            }
+            _emit(args, data, pending_table(page.calls) + _page_note(page))
             return EXIT_OK
         if args.command == "show":
             view = await calls.status(args.workflow_id)
@@ -139,6 +149,15 @@ async def run(config: Config, args: argparse.Namespace) -> int:
         if exc.status is RPCStatusCode.NOT_FOUND:
             raise CommandError(EXIT_FAILED, f"{what}: {exc.message}") from None
         raise CommandError(EXIT_USAGE, f"{what}: {exc.message}") from None
+
+
+def _page_note(page: PendingPage) -> str:
+    if page.next_page_token is None:
+        return f"\n{page.total} waiting" if page.calls else ""
+    return (
+        f"\n{len(page.calls)} shown of {page.total} waiting; more: "
+        f"toolcalls pending --page-token {page.next_page_token}"
+    )
 
 
 async def _grants(calls: ToolCallClient, args: argparse.Namespace) -> int:

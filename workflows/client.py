@@ -15,6 +15,7 @@ codec included, and refused before they are sent when Temporal would refuse them
 from __future__ import annotations
 
 import asyncio
+import base64
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -22,6 +23,7 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
+    WorkflowExecution,
     WorkflowExecutionDescription,
     WorkflowExecutionStatus,
 )
@@ -65,6 +67,7 @@ from workflows.views import (
     NoPendingRequest,
     Outcome,
     PendingCall,
+    PendingPage,
     Started,
     finished_state,
     model_or_none,
@@ -91,6 +94,7 @@ _NO_ANSWER = (
     RPCStatusCode.DEADLINE_EXCEEDED,
     RPCStatusCode.FAILED_PRECONDITION,  # "no poller seen for task queue recently"
 )
+MAX_PAGE_SIZE = 1_000
 PENDING_QUERY = (
     f'WorkflowType = "{WORKFLOW_NAME}" AND ExecutionStatus = "Running" AND '
     f'{SEARCH_STATUS.name} IN ("{Phase.AWAITING_APPROVAL.value}", "{Phase.AWAITING_ANSWER.value}")'
@@ -105,6 +109,7 @@ __all__ = [
     "Outcome",
     "PayloadTooLarge",
     "PendingCall",
+    "PendingPage",
     "Started",
     "ToolCallClient",
     "pydantic_converter",
@@ -213,25 +218,31 @@ class ToolCallClient(ClientBase):
         """Calls waiting for an approval or an answer, newest first; no worker needed."""
         found = []
         async for execution in self.client.list_workflows(PENDING_QUERY, limit=limit):
-            attrs = execution.typed_search_attributes
-            phase = Phase(attrs.get(SEARCH_STATUS) or Phase.AWAITING_APPROVAL.value)
-            memo = await execution.memo()
-            approval = model_or_none(ApprovalRequest, memo.get(MEMO_PENDING_APPROVAL))
-            question = model_or_none(UserQuestion, memo.get(MEMO_PENDING_QUESTION))
-            if approval is None and question is None:
-                continue  # the memo and the attribute are written together; this one just moved on
-            found.append(
-                PendingCall(
-                    workflow_id=execution.id,
-                    tool=attrs.get(SEARCH_TOOL) or "",
-                    capabilities=list(attrs.get(SEARCH_CAPABILITIES) or []),
-                    phase=phase,
-                    approval=approval,
-                    question=question,
-                    started_at=execution.start_time,
-                )
-            )
+            call = await _pending_call(execution)
+            if call is not None:
+                found.append(call)
         return found
+
+    async def pending_page(
+        self, *, page_size: int = 100, page_token: str | None = None
+    ) -> PendingPage:
+        """One page of the calls waiting for a human, with how many wait in all and the token of
+        the next page (``None`` on the last); no more than a page is loaded at once."""
+        if not 1 <= page_size <= MAX_PAGE_SIZE:
+            raise ValueError(f"page_size must be 1-{MAX_PAGE_SIZE}")
+        token = base64.urlsafe_b64decode(page_token.encode()) if page_token else None
+        listing = self.client.list_workflows(
+            PENDING_QUERY, page_size=page_size, next_page_token=token
+        )
+        await listing.fetch_next_page()
+        counted = await self.client.count_workflows(PENDING_QUERY)
+        calls = [c for e in listing.current_page or [] if (c := await _pending_call(e))]
+        following = listing.next_page_token
+        return PendingPage(
+            calls=calls,
+            total=counted.count,
+            next_page_token=base64.urlsafe_b64encode(following).decode() if following else None,
+        )
 
     async def status(self, workflow_id: str) -> CallView:
         """The call's state: from the worker when one serves it, else from describe and history."""
@@ -294,3 +305,23 @@ class ToolCallClient(ClientBase):
     async def revoke_grant(self, grant_id: str, *, by: str = "", reason: str | None = None) -> None:
         """End a standing grant now; later calls it would have approved ask a human again."""
         await revoke_grant(self.client, grant_id, Revocation(by=by, reason=reason))
+
+
+async def _pending_call(execution: WorkflowExecution) -> PendingCall | None:
+    """A listed call's pending approval or question, from its search attributes and memo."""
+    attrs = execution.typed_search_attributes
+    phase = Phase(attrs.get(SEARCH_STATUS) or Phase.AWAITING_APPROVAL.value)
+    memo = await execution.memo()
+    approval = model_or_none(ApprovalRequest, memo.get(MEMO_PENDING_APPROVAL))
+    question = model_or_none(UserQuestion, memo.get(MEMO_PENDING_QUESTION))
+    if approval is None and question is None:
+        return None  # the memo and the attribute are written together; this one just moved on
+    return PendingCall(
+        workflow_id=execution.id,
+        tool=attrs.get(SEARCH_TOOL) or "",
+        capabilities=list(attrs.get(SEARCH_CAPABILITIES) or []),
+        phase=phase,
+        approval=approval,
+        question=question,
+        started_at=execution.start_time,
+    )

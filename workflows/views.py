@@ -29,6 +29,7 @@ __all__ = [
     "Outcome",
     "PayloadTooLarge",
     "PendingCall",
+    "PendingPage",
     "Started",
     "finished_state",
     "model_or_none",
@@ -82,6 +83,17 @@ class PendingCall:
     def expires_at(self) -> datetime | None:
         waiting = self.approval or self.question
         return waiting.expires_at if waiting else None
+
+
+@dataclass(frozen=True)
+class PendingPage:
+    """One page of the calls waiting for a human (``ToolCallClient.pending_page``)."""
+
+    calls: list[PendingCall]
+    total: int
+    """How many calls wait in all, on every page."""
+    next_page_token: str | None
+    """The next page's token; ``None`` on the last page."""
 
 
 @dataclass(frozen=True)

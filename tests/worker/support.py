@@ -244,7 +244,8 @@ async def pending_entry(
     while True:
         done = await command(tmp_path, address, "pending", "--json")
         assert done.code == 0, done.stderr
-        found = [call for call in json.loads(done.stdout) if call["workflow_id"] == workflow_id]
+        listed = json.loads(done.stdout)["calls"]
+        found = [call for call in listed if call["workflow_id"] == workflow_id]
         if found:
             entry: dict[str, Any] = found[0]
             return entry

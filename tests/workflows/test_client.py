@@ -27,7 +27,13 @@ from tests.support.client import (
     unlisted_pending,
     write_request,
 )
-from tests.support.harness import listed, make_config, running_worker
+from tests.support.harness import (
+    listed,
+    make_config,
+    pending_approval,
+    running_worker,
+    start_call,
+)
 from workflows.client import CallConflict, Delivery, PayloadTooLarge, ToolCallClient
 from workflows.limits import PAYLOAD_LIMIT_BYTES, encoded_size
 from workflows.models import (
@@ -380,3 +386,41 @@ async def test_the_limit_is_temporals_to_the_byte(client: Client, task_queue: st
         await client.start_workflow(
             ToolCallWorkflow.run, over, id=f"over-{uuid.uuid4()}", task_queue=task_queue
         )
+
+
+async def test_pending_pages_with_a_token_and_counts_every_waiting_call(
+    client: Client, task_queue: str
+) -> None:
+    calls = ToolCallClient(client, task_queue=task_queue)
+    async with running_worker(client, make_config(task_queue)):
+        handles = [
+            await start_call(client, task_queue, "probe_write", {"token": f"page-{n}"})
+            for n in range(5)
+        ]
+        for handle in handles:
+            await pending_approval(handle)
+        mine = {handle.id for handle in handles}
+        for _ in range(100):  # visibility is eventually consistent
+            listed = {call.workflow_id for call in await calls.pending(limit=1000)}
+            if mine <= listed:
+                break
+            await asyncio.sleep(0.1)
+        seen: list[str] = []
+        token: str | None = None
+        pages = 0
+        while True:
+            page = await calls.pending_page(page_size=2, page_token=token)
+            pages += 1
+            assert len(page.calls) <= 2
+            assert page.total >= len(mine)
+            seen += [call.workflow_id for call in page.calls]
+            token = page.next_page_token
+            if token is None:
+                break
+        assert pages >= 3
+        assert sorted(w for w in seen if w in mine) == sorted(mine)
+        assert len(seen) == len(set(seen))
+        for handle in handles:
+            await handle.terminate("test over")
+    with pytest.raises(ValueError, match="page_size must be 1-1000"):
+        await calls.pending_page(page_size=0)

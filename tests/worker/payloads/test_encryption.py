@@ -40,7 +40,7 @@ async def listed_pending(deployed: Deployed, workflow_id: str, timeout: float = 
     while True:
         pending = await deployed.run("pending", "--json")
         assert pending.code == 0, pending.stderr
-        found = [e for e in json.loads(pending.stdout) if e["workflow_id"] == workflow_id]
+        found = [e for e in json.loads(pending.stdout)["calls"] if e["workflow_id"] == workflow_id]
         if found:
             return found[0]
         assert loop.time() < deadline, f"pending never listed {workflow_id}"
