@@ -33,6 +33,7 @@ from activities.families import BUILTIN_FAMILIES
 from activities.family import AnyFamily, Deployment, Family, FamilySettings, needs
 from activities.notifications import NotificationsSettings
 from worker.payloads.settings import CodecSection, PayloadsSection
+from worker.telemetry.settings import LogFormat, TelemetrySection
 from workflows import policy
 from workflows.approvers import ApproversSettings
 from workflows.models import DEFAULT_TASK_QUEUE, CapabilityPolicy, Effect
@@ -169,6 +170,10 @@ class BaseConfig(_Section):
     # history (worker/payloads/settings.py).
     codec: CodecSection = Field(default_factory=CodecSection)
     payloads: PayloadsSection = Field(default_factory=PayloadsSection)
+    # What operators see: the log lines' format, the metrics and health endpoint
+    # (worker/telemetry/settings.py).
+    log_format: LogFormat = LogFormat.TEXT
+    telemetry: TelemetrySection = Field(default_factory=TelemetrySection)
 
     @field_validator("log_level")
     @classmethod
