@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import socket
 import uuid
@@ -30,6 +31,7 @@ from workflows.client import Handle, ToolCallClient
 from workflows.models import CallStatus, CapabilityPolicy, Effect, ToolCallRequest
 from workflows.tool_call import ToolCallWorkflow
 
+DASHBOARD = Path(__file__).resolve().parents[3] / "docker/grafana/dashboards/toolcalls.json"
 APPROVE = CapabilityPolicy(tools={"calculator": Effect.REQUIRE_APPROVAL})
 
 
@@ -211,6 +213,12 @@ async def test_the_counters_and_histograms_move_as_the_calls_end(
     assert total(samples, "toolcalls_payloads_refused_total", tool="list_files", what="result") == 1
     # The SDK's own runtime metrics are on the same endpoint.
     assert total(samples, "temporal_workflow_completed_total", task_queue=task_queue) == 9
+
+    # Every series the compose file's dashboard plots is one this worker exports.
+    panels = json.loads(DASHBOARD.read_text(encoding="utf-8"))["panels"]
+    queries = " ".join(target["expr"] for panel in panels for target in panel["targets"])
+    plotted = set(re.findall(r"\b(?:toolcalls|temporal)_[a-z_]+", queries))
+    assert plotted <= {name for name, _ in samples}, plotted - {name for name, _ in samples}
 
     stop(worker)
     check_json_logs(json_lines(worker), approved=approved.id)
