@@ -230,7 +230,5 @@ def test_the_plugin_adds_one_tracing_interceptor_when_asked() -> None:
 async def test_the_application_client_traces_when_asked(address: str) -> None:
     plain = await ToolCallClient.connect(address)
     traced = await ToolCallClient.connect(address, tracing=True)
-    assert not any(
-        isinstance(i, TracingInterceptor) for i in plain.client.config()["interceptors"]
-    )
+    assert not any(isinstance(i, TracingInterceptor) for i in plain.client.config()["interceptors"])
     assert any(isinstance(i, TracingInterceptor) for i in traced.client.config()["interceptors"])
