@@ -172,7 +172,8 @@ def _span(
     name: str, call_id: str, tool: str, capabilities: Sequence[str], **extra: str | bool | float
 ) -> None:
     # Only under the SDK's tracing interceptor: without it ``completed_span`` would fall back to
-    # the global tracer, replays included.
+    # the global tracer, replays included. ``_from_context`` is how ``completed_span`` itself
+    # finds the interceptor; the tracing tests fail if it moves.
     if completed_span is None or TracingWorkflowInboundInterceptor._from_context() is None:
         return
     # The call id is for finding a trace from a model's tool-call id; spans may carry it, metric
