@@ -14,6 +14,7 @@ keeps it) and one interceptor, so a client and the worker built from it never tr
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 OTEL_EXTRA = "pip install 'toolcalls[otel]'"
 DEFAULT_SERVICE_NAME = "toolcalls"
+FLUSH_TIMEOUT_SECONDS = 3.0
 _OFF = ("", "none")
 
 _interceptor: TracingInterceptor | None = None
@@ -98,9 +100,15 @@ def install_tracer_provider(environ: Mapping[str, str]) -> bool:
 
 
 def shutdown() -> None:
-    """Export what is still buffered (a process that ends with ``os._exit`` must call this)."""
+    """Export what is still buffered, waiting ``FLUSH_TIMEOUT_SECONDS`` at most (a process that
+    ends with ``os._exit`` must call this): a collector that is down must not hold up the exit
+    through the exporter's retries."""
     if _provider is not None:
-        _provider.shutdown()
+        # The SDK's flush exports in the calling thread and its timeout does not bound the
+        # exporter's retries: a thread of its own does.
+        flushing = threading.Thread(target=_provider.force_flush, daemon=True)
+        flushing.start()
+        flushing.join(FLUSH_TIMEOUT_SECONDS)
 
 
 def _exporter(name: str, environ: Mapping[str, str]) -> Any:

@@ -133,3 +133,19 @@ def test_text_stays_the_default_format() -> None:
         assert handler.formatter.format(record).endswith("INFO toolcalls: hello x")
     finally:
         root.handlers, root.level = saved
+
+
+def test_the_docs_list_every_metric_span_and_log_field() -> None:
+    from activities import telemetry as activity_metrics
+    from worker.telemetry.logs import CALL_FIELDS, SDK_FIELDS
+    from workflows import telemetry as workflow_metrics
+
+    page = (Path(__file__).resolve().parents[3] / "docs/observability.md").read_text("utf-8")
+    histograms = {workflow_metrics.APPROVAL_WAIT, activity_metrics.TOOL_DURATION}
+    for name in (*workflow_metrics.WORKFLOW_METRICS, *activity_metrics.ACTIVITY_METRICS):
+        scraped = name if name in histograms else f"{name}_total"
+        assert f"| `{scraped}` |" in page, name
+    for span in workflow_metrics.SPANS:
+        assert f"| `{span}` |" in page, span
+    for field in ("time", "level", "logger", "message", *CALL_FIELDS, *SDK_FIELDS, "exception"):
+        assert f"| `{field}` |" in page, field
