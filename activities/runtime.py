@@ -28,6 +28,7 @@ from temporalio import activity
 from temporalio.converter import PayloadCodec
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
+from activities import telemetry
 from activities.base import CallContext, ToolArgs
 from activities.capabilities import default_ceiling
 from activities.catalog import Catalog, ToolSpec, call_digest
@@ -190,6 +191,10 @@ class ToolRuntime:
     def _execute_activity(self, spec: ToolSpec, method: ToolMethod) -> Callable[..., Any]:
         @activity.defn(name=spec.name)
         async def execute(input: ExecuteInput) -> Any:
+            with telemetry.measured(spec.name):
+                return await run(input)
+
+        async def run(input: ExecuteInput) -> Any:
             with _expected_failures(spec.name, input):
                 args = self._admit(spec, input, execute=True)
                 result = await _call(spec, method, args, input)
@@ -197,6 +202,7 @@ class ToolRuntime:
                 raise tool_error(ErrorCode.INTERNAL, f"{spec.name}: returned the wrong result type")
             with _expected_failures(spec.name, input):
                 await self._check_size(spec, "result", result)
+            telemetry.result_returned(spec.name, result)
             return result
 
         return execute
@@ -225,6 +231,7 @@ class ToolRuntime:
         if self.codec is not None and size > self.result_bytes - CODEC_MARGIN_BYTES:
             size = len((await self.codec.encode([payload]))[0].data)
         if size > self.result_bytes:
+            telemetry.payload_refused(spec.name, what)
             raise tool_error(
                 ErrorCode.OUTPUT_TOO_LARGE,
                 f"{spec.name}: {what} is {size} bytes; the limit is {self.result_bytes}",
@@ -278,13 +285,21 @@ def _expected_failures(activity_name: str, input: ExecuteInput) -> Iterator[None
     except ApplicationError as err:
         if err.type not in _EXPECTED_CODES or err.category is ApplicationErrorCategory.BENIGN:
             raise
+        workflow_id = activity.info().workflow_id
         log.info(
             "%s call %s (workflow %s) failed: %s: %s",
             activity_name,
             input.call_id,
-            activity.info().workflow_id,
+            workflow_id,
             err.type,
             " ".join(err.message.split())[:LOGGED_MESSAGE_CHARS],
+            # Fields of their own for structured logs (``log_format = "json"``).
+            extra={
+                "tool": input.tool,
+                "call_id": input.call_id,
+                "workflow_id": workflow_id,
+                "error_code": err.type,
+            },
         )
         raise ApplicationError(
             err.message,

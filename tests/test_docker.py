@@ -9,8 +9,10 @@ Temporal recommends for a self-hosted cluster, the healthchecks the ordering wai
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
+import tomllib
 import uuid
 from pathlib import Path
 from typing import Any
@@ -71,6 +73,8 @@ def test_the_services() -> None:
         "temporal-namespace",
         "temporal-ui",
         "worker",
+        "prometheus",
+        "grafana",
     }
     assert SERVICES["worker"]["deploy"]["replicas"] == 2
     assert "8080" in SERVICES["temporal-ui"]["ports"][0]
@@ -91,6 +95,8 @@ def test_the_images_are_the_server_and_admin_tools_not_auto_setup() -> None:
     # One release for the server and its tools: the schema versions are the server's.
     assert images["temporal"].split(":")[1] == images["temporal-schema"].split(":")[1]
     assert images["temporal-ui"].startswith("temporalio/ui:")
+    assert images["prometheus"].startswith("prom/prometheus:")
+    assert images["grafana"].startswith("grafana/grafana:")
     pinned = [image for image in images.values() if image]
     assert all(":" in image and not image.endswith(":latest") for image in pinned)
 
@@ -152,8 +158,67 @@ def test_mounted_files_exist() -> None:
         for volume in service.get("volumes", [])
         if volume.startswith("./")
     ]
-    assert sorted(sources) == ["./create-namespace.sh", "./dynamicconfig.yaml", "./toolcalls.toml"]
-    assert all((DOCKER / source).is_file() for source in sources)
+    assert sorted(sources) == [
+        "./create-namespace.sh",
+        "./dynamicconfig.yaml",
+        "./grafana/dashboards",
+        "./grafana/provisioning",
+        "./prometheus.yml",
+        "./toolcalls.toml",
+    ]
+    assert all((DOCKER / source).exists() for source in sources)
+
+
+def test_prometheus_scrapes_every_worker_on_the_port_the_workers_serve() -> None:
+    deployment = tomllib.loads((DOCKER / "toolcalls.toml").read_text(encoding="utf-8"))
+    host, _, port = deployment["telemetry"]["prometheus"].rpartition(":")
+    assert host == "0.0.0.0"  # reachable from the prometheus container
+    scrape = yaml.safe_load((DOCKER / "prometheus.yml").read_text(encoding="utf-8"))
+    [job] = scrape["scrape_configs"]
+    assert job["metrics_path"] == "/metrics"
+    # The service name resolves to every replica's address.
+    assert job["dns_sd_configs"] == [{"names": ["worker"], "type": "A", "port": int(port)}]
+    mount = SERVICES["prometheus"]["volumes"][0].split(":")[:2]
+    assert mount == ["./prometheus.yml", "/etc/prometheus/prometheus.yml"]
+    # The worker's healthcheck asks /readyz on the same port.
+    probe = " ".join(SERVICES["worker"]["healthcheck"]["test"])
+    assert f"http://127.0.0.1:{port}/readyz" in probe
+    assert _depends_on("prometheus") == {"worker": "service_started"}
+    assert _depends_on("grafana") == {"prometheus": "service_started"}
+
+
+def test_grafana_is_provisioned_with_the_dashboard_over_prometheus() -> None:
+    grafana = DOCKER / "grafana"
+    [source] = yaml.safe_load(
+        (grafana / "provisioning/datasources/prometheus.yaml").read_text(encoding="utf-8")
+    )["datasources"]
+    assert source["url"] == "http://prometheus:9090"
+    [provider] = yaml.safe_load(
+        (grafana / "provisioning/dashboards/toolcalls.yaml").read_text(encoding="utf-8")
+    )["providers"]
+    mounts = dict(volume.split(":")[:2] for volume in SERVICES["grafana"]["volumes"])
+    assert mounts["./grafana/dashboards"] == provider["options"]["path"]
+    assert mounts["./grafana/provisioning"] == "/etc/grafana/provisioning"
+    dashboard = json.loads((grafana / "dashboards/toolcalls.json").read_text(encoding="utf-8"))
+    uids = {
+        target["datasource"]["uid"] for panel in dashboard["panels"] for target in panel["targets"]
+    }
+    assert uids == {source["uid"]}
+    names = set(re.findall(r"\btoolcalls_[a-z_]+", json.dumps(dashboard)))
+    # Every metric of ours is on the dashboard, and only names that exist.
+    assert {name.removesuffix("_bucket") for name in names} >= set(dashboard_metrics())
+
+
+def dashboard_metrics() -> list[str]:
+    """Our metrics as Prometheus shows them: counters end in ``_total``."""
+    from activities import telemetry as activity_metrics
+    from workflows import telemetry as workflow_metrics
+
+    histograms = {workflow_metrics.APPROVAL_WAIT, activity_metrics.TOOL_DURATION}
+    return [
+        name if name in histograms else f"{name}_total"
+        for name in (*workflow_metrics.WORKFLOW_METRICS, *activity_metrics.ACTIVITY_METRICS)
+    ]
 
 
 def _pattern(pattern: str) -> re.Pattern[str]:

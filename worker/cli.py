@@ -17,6 +17,7 @@ import os
 import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from activities.definitions import DEFINITION_FORMATS
 from worker import arguments, commands, replay
@@ -27,10 +28,18 @@ from worker.devserver import DevServer, DevServerError
 from worker.payloads import server as codec_server
 from worker.payloads.converter import data_converter
 from worker.run import StartupError, serve, stop_on_signals
+from worker.telemetry import tracing
+from worker.telemetry.endpoint import Health, MetricsEndpoint, metrics_runtime
+from worker.telemetry.logs import configure_logging
+from worker.telemetry.settings import LogFormat, split_address
 from workflows.models import GrantScope
+
+if TYPE_CHECKING:
+    from temporalio.runtime import Runtime
 
 DECISION_COMMANDS = ("approve", "deny", "answer")
 SERVING_COMMANDS = ("worker", "dev", "codec-server")
+UNTRACED_COMMANDS = ("dev", "codec-server", "tools", "prune-payloads")
 
 log = logging.getLogger("toolcalls")
 
@@ -51,6 +60,17 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--address", help="Temporal address host:port")
     run.add_argument("--namespace", help="Temporal namespace")
     run.add_argument("--task-queue", help="the deployment's task queue")
+    run.add_argument(
+        "--metrics",
+        metavar="HOST:PORT",
+        type=_address,
+        help="serve /metrics, /healthz and /readyz here (default [telemetry] prometheus)",
+    )
+    run.add_argument(
+        "--log-format",
+        choices=[choice.value for choice in LogFormat],
+        help="text or json lines on stderr (default log_format)",
+    )
 
     dev = commands_.add_parser("dev", help="run only the embedded Temporal dev server")
     dev.add_argument("--config", help="TOML configuration (its [dev] section)")
@@ -207,10 +227,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             code = asyncio.run(replay.run(args, config))
         else:
             serving = args.command in SERVING_COMMANDS
-            logging.basicConfig(
-                level=config.log_level.upper() if serving else logging.WARNING,
-                format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+            log_format = getattr(args, "log_format", None) or config.log_format
+            configure_logging(
+                config.log_level.upper() if serving else logging.WARNING, LogFormat(log_format)
             )
+            if args.command not in UNTRACED_COMMANDS:
+                tracing.install_tracer_provider(os.environ)
             if args.command == "worker":
                 code = asyncio.run(_worker(config, args))
             elif args.command == "dev":
@@ -223,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 code = commands.prune_payloads(config, args)
             else:
                 code = asyncio.run(commands.run(config, args))
-    except (ConfigError, DevServerError, StartupError) as exc:
+    except (ConfigError, DevServerError, StartupError, tracing.TracingUnavailable) as exc:
         _leave(EXIT_USAGE, f"toolcalls: {exc}")
     except CommandError as exc:
         _leave(exc.code, f"toolcalls: {exc}")
@@ -237,6 +259,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 def _leave(code: int, message: str | None = None) -> None:
     if message:
         print(message, file=sys.stderr)
+    # Spans still buffered go out before the process ends without running its exit handlers.
+    tracing.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
     logging.shutdown()
@@ -278,6 +302,38 @@ async def _worker(config: Config, args: argparse.Namespace) -> int:
         config = config.model_copy(update={"task_queue": args.task_queue})
     stop = asyncio.Event()
     stop_on_signals(stop)
+    health = Health()
+    async with contextlib.AsyncExitStack() as telemetry:
+        runtime = await _metrics(config, args, health, telemetry)
+        await _run_worker(config, args, stop, health, runtime)
+    return EXIT_OK
+
+
+async def _metrics(
+    config: Config, args: argparse.Namespace, health: Health, stack: contextlib.AsyncExitStack
+) -> Runtime | None:
+    """The runtime whose metrics the listener serves, once it listens (before connecting, so
+    that probes see a live process that is not ready yet); ``None`` without one."""
+    listen = args.metrics or config.telemetry.prometheus
+    if listen is None:
+        return None
+    host, port = split_address(listen)
+    try:
+        runtime, metrics_port = metrics_runtime()
+        await stack.enter_async_context(MetricsEndpoint(host, port, metrics_port, health))
+    except OSError as exc:
+        raise StartupError(f"cannot serve metrics on {listen}: {exc.strerror or exc}") from None
+    log.info("metrics and health at http://%s (/metrics, /healthz, /readyz)", listen)
+    return runtime
+
+
+async def _run_worker(
+    config: Config,
+    args: argparse.Namespace,
+    stop: asyncio.Event,
+    health: Health,
+    runtime: Runtime | None,
+) -> None:
     async with _maybe_dev_server(config, args.dev) as server:
         if server is not None:
             # The embedded server is plain local gRPC: a profile's API key or TLS is for another.
@@ -286,13 +342,12 @@ async def _worker(config: Config, args: argparse.Namespace) -> int:
             target = resolve_target(config.temporal, address=args.address, namespace=args.namespace)
         converter = data_converter(config)
         try:
-            client = await connect(target, converter)
+            client = await connect(target, converter, runtime=runtime)
         except (RuntimeError, ValueError) as exc:
             raise StartupError(
                 f"cannot connect to {target.address} namespace {target.namespace}: {exc}"
             ) from None
-        await serve(client, config, stop)
-    return EXIT_OK
+        await serve(client, config, stop, health=health)
 
 
 async def _dev(config: Config, args: argparse.Namespace) -> int:
@@ -308,3 +363,11 @@ async def _dev(config: Config, args: argparse.Namespace) -> int:
         )
         await stop.wait()
     return EXIT_OK
+
+
+def _address(value: str) -> str:
+    try:
+        split_address(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value

@@ -41,6 +41,7 @@ from worker.sections import (
     WorkerSection,
     _Section,
 )
+from worker.telemetry.settings import LogFormat, TelemetrySection
 from workflows.approvers import ApproversSettings
 from workflows.models import DEFAULT_TASK_QUEUE, CapabilityPolicy
 
@@ -76,6 +77,10 @@ class BaseConfig(_Section):
     # history (worker/payloads/settings.py).
     codec: CodecSection = Field(default_factory=CodecSection)
     payloads: PayloadsSection = Field(default_factory=PayloadsSection)
+    # What operators see: the log lines' format, the metrics and health endpoint
+    # (worker/telemetry/settings.py).
+    log_format: LogFormat = LogFormat.TEXT
+    telemetry: TelemetrySection = Field(default_factory=TelemetrySection)
 
     @field_validator("log_level")
     @classmethod

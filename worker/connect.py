@@ -17,9 +17,11 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter
 from temporalio.envconfig import ClientConfigProfile
+from temporalio.runtime import Runtime
 
 from worker.config import ConfigError
 from worker.sections import TemporalSection
+from worker.telemetry.tracing import tracing_configured, tracing_interceptor
 
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"
@@ -88,12 +90,29 @@ def resolve_target(
     return Target(resolved_address, resolved_namespace, connect)
 
 
-async def connect(target: Target, converter: DataConverter | None = None) -> Client:
+async def connect(
+    target: Target,
+    converter: DataConverter | None = None,
+    *,
+    runtime: Runtime | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Client:
     """A client with ``converter``: the deployment's (``worker.payloads.converter``), default
-    the pydantic data converter, which every toolcalls payload needs."""
+    the pydantic data converter, which every toolcalls payload needs.
+
+    ``runtime`` is the one whose metrics the worker serves (``worker.telemetry``); when ``OTEL_*``
+    in ``environ`` (default the process's) configure traces, the client traces what it starts,
+    signals, updates and queries with the SDK's ``TracingInterceptor``.
+
+    Raises:
+        TracingUnavailable: traces are configured but the ``otel`` extra is not installed.
+    """
+    traced = tracing_configured(os.environ if environ is None else environ)
     return await Client.connect(
         target.address,
         namespace=target.namespace,
         data_converter=converter or pydantic_data_converter,
+        interceptors=[tracing_interceptor()] if traced else [],
+        runtime=runtime,
         **target.connect,
     )

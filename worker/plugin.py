@@ -32,6 +32,11 @@ from activities.notifications import Notifier
 from activities.runtime import ToolRuntime
 from worker.config import Config, ConfigError, build_catalog
 from worker.payloads.converter import PayloadPipeline, payload_pipeline
+from worker.telemetry.tracing import (
+    TracingUnavailable,
+    install_tracer_provider,
+    tracing_interceptor,
+)
 from workflows.definitions import DefinitionsWorkflow
 from workflows.grants import GrantWorkflow
 from workflows.tool_call import ToolCallWorkflow
@@ -96,9 +101,14 @@ class ToolCallsPlugin(SimplePlugin):
     ``families`` and ``instances`` (prebuilt objects for tool classes, by class) are for tests and
     for deployments that add families of their own.
 
+    ``tracing`` adds the SDK's OpenTelemetry ``TracingInterceptor`` to the client and the worker
+    (one instance per process: ``worker.telemetry.tracing``); by default it is on when the
+    ``OTEL_*`` variables configure traces, which then also installs their exporter unless the
+    application installed a tracer provider of its own.
+
     Raises:
         ConfigError: the ``[codec]`` keys cannot be read, or an extra the configuration needs is
-            missing.
+            missing (``otel`` for tracing).
     """
 
     def __init__(
@@ -108,11 +118,19 @@ class ToolCallsPlugin(SimplePlugin):
         families: Sequence[AnyFamily] = BUILTIN_FAMILIES,
         instances: Mapping[type, object] | None = None,
         environ: Mapping[str, str] | None = None,
+        tracing: bool | None = None,
     ) -> None:
         self.config = config if config is not None else Config()
         self._environ = os.environ if environ is None else environ
         self.payloads: PayloadPipeline = payload_pipeline(self.config, self._environ)
-        super().__init__(PLUGIN_NAME, data_converter=self.payloads.converter)
+        try:
+            traced = install_tracer_provider(self._environ) if tracing is None else tracing
+            interceptors = [tracing_interceptor()] if traced else None
+        except TracingUnavailable as exc:
+            raise ConfigError(str(exc)) from None
+        super().__init__(
+            PLUGIN_NAME, data_converter=self.payloads.converter, interceptors=interceptors
+        )
         self.families = tuple(families)
         self._instances = dict(instances or {})
         self._served: dict[str, ServedQueue] = {}

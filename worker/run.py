@@ -23,6 +23,7 @@ from activities.families import BUILTIN_FAMILIES
 from activities.family import AnyFamily, FamilyError
 from worker.config import Config, build_catalog
 from worker.plugin import ToolCallsPlugin
+from worker.telemetry.endpoint import Health
 from workflows.models import SEARCH_ATTRIBUTES
 
 log = logging.getLogger("toolcalls.worker")
@@ -102,8 +103,11 @@ async def ensure_search_attributes(client: Client) -> list[str]:
     return list(missing)
 
 
-async def serve(client: Client, config: Config, stop: asyncio.Event) -> None:
-    """Run the worker until ``stop`` is set, then shut down gracefully."""
+async def serve(
+    client: Client, config: Config, stop: asyncio.Event, *, health: Health | None = None
+) -> None:
+    """Run the worker until ``stop`` is set, then shut down gracefully; ``health`` (``/readyz``)
+    learns when it polls and when it stops."""
     if config.serves_workflows:
         added = await ensure_search_attributes(client)
         if added:
@@ -119,7 +123,11 @@ async def serve(client: Client, config: Config, stop: asyncio.Event) -> None:
         ", ".join(config.served_tools(catalog)) or "none",
     )
     async with worker:
+        if health is not None:
+            health.polling(client, worker)
         await stop.wait()
+        if health is not None:
+            health.stopping()
         log.info(
             "shutting down: running activities get %gs to finish",
             config.worker.graceful_shutdown_seconds,

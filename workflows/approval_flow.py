@@ -21,7 +21,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
-from workflows import policy
+from workflows import policy, telemetry
 from workflows.approvals import Approvals, allowed_names
 from workflows.call_base import _Ended
 from workflows.grants_and_notices import GrantsAndNotices, _short
@@ -118,6 +118,8 @@ class ApprovalFlow(GrantsAndNotices):
         final = approvals.final
         assert final is not None
         self._approval = final
+        outcome = "approved" if final.approved else "denied"
+        telemetry.approval_ended(self._call_id, plan.tool, outcome, self._waited)
         if not final.approved:
             who = final.approver or "an unnamed approver"
             because = f": {final.reason}" if final.reason else ""
@@ -152,6 +154,7 @@ class ApprovalFlow(GrantsAndNotices):
     def _expired(self, plan: CallPlan) -> None:
         self._clear_pending()
         self._event(EventKind.APPROVAL_TIMED_OUT, "no decision before the request expired")
+        telemetry.approval_ended(self._call_id, plan.tool, "timed_out", self._waited)
         self._check_budget(during_wait=True)
         raise _Ended(
             self._end(
@@ -201,6 +204,7 @@ class ApprovalFlow(GrantsAndNotices):
         self._pending_approval = published
         self._set_phase(Phase.AWAITING_APPROVAL, memo={MEMO_PENDING_APPROVAL: published})
         self._event(EventKind.APPROVAL_REQUESTED, "; ".join(request.reasons))
+        telemetry.approval_requested(self._call_id, plan, request.request_id)
         self._notify(plan, "waiting")
 
     def _republish(self) -> None:
@@ -231,6 +235,7 @@ class ApprovalFlow(GrantsAndNotices):
     def _validate_decide(self, decision: ApprovalDecision) -> None:
         problem = self._decision_problem(decision, decision.approved)
         if problem:
+            telemetry.decision_refused("update", "rejected")
             raise ValueError(problem)
 
     @workflow.update
@@ -274,9 +279,11 @@ class ApprovalFlow(GrantsAndNotices):
         verb = "approve" if approved else "deny"
         decision = self._parse_signal(DecisionInput, payload, verb)
         if decision is None:
+            telemetry.decision_refused("signal", "ignored")
             return
         problem = self._decision_problem(decision, approved)
         if problem:
+            telemetry.decision_refused("signal", "ignored")
             self._event(
                 EventKind.SIGNAL_IGNORED,
                 f"{verb} from {decision.approver or 'an unnamed sender'}: {problem}",
@@ -304,6 +311,7 @@ class ApprovalFlow(GrantsAndNotices):
         approvals = self._approvals
         assert approvals is not None
         record = approvals.accept(decision, approved, via, workflow.now())
+        telemetry.approval_decision(self._call_id, approvals.request.tool, record)
         # Logged as it is accepted, so that a decision it beat in the same workflow task (and
         # which is logged as ignored at once) comes after it, as in history.
         who = record.approver or "an unnamed approver"

@@ -25,6 +25,7 @@ from temporalio.exceptions import (
     TimeoutType,
 )
 
+from workflows import telemetry
 from workflows.approvals import Approvals
 from workflows.models import (
     MEMO_PENDING_APPROVAL,
@@ -139,6 +140,7 @@ class CallBase:
         ]
         caps = ", ".join(plan.capabilities) or "no capabilities"
         self._event(EventKind.PLANNED, f"{plan.tool} ({plan.side_effect.value}; {caps})")
+        telemetry.planned(self._call_id, plan)
         return plan
 
     async def _plan_call(self, arguments: dict[str, Any], *, run: bool = False) -> PlanOutcome:
@@ -416,6 +418,7 @@ class CallBase:
         self._clear_pending()
         self._publish(status.value)
         workflow.set_current_details(f"{status.value}: {self._result.tool}")
+        telemetry.call_ended(self._result, planned=plan is not None)
         return self._result
 
 

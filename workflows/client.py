@@ -127,14 +127,21 @@ class ToolCallClient(ClientBase):
         *,
         namespace: str = "default",
         task_queue: str = DEFAULT_TASK_QUEUE,
+        tracing: bool = False,
         **connect: Any,
     ) -> ToolCallClient:
         """Connect with the pydantic data converter every toolcalls payload needs.
 
         A deployment that encrypts or stores payloads passes its own converter, which keeps its
         codec and store: ``data_converter=worker.payloads.converter.data_converter(config)``.
+        ``tracing=True`` adds the SDK's OpenTelemetry ``TracingInterceptor`` (the ``otel``
+        extra), so a trace runs from the application's span through the call.
         """
         connect.setdefault("data_converter", pydantic_data_converter)
+        if tracing:
+            from temporalio.contrib.opentelemetry import TracingInterceptor
+
+            connect["interceptors"] = [*connect.get("interceptors", ()), TracingInterceptor()]
         client = await Client.connect(address, namespace=namespace, **connect)
         return cls(client, task_queue=task_queue)
 

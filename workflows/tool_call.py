@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError, CancelledError
 
-from workflows import policy
+from workflows import policy, telemetry
 from workflows.approval_flow import ApprovalFlow
 from workflows.call_base import _STATUS_FOR_CODE, _Ended
 from workflows.models import (
@@ -68,6 +68,7 @@ class ToolCallWorkflow(ApprovalFlow):
     async def _life(self) -> ToolCallResult:
         plan = await self._planned()
         decision = policy.decide(plan.ceiling, self._request.policy, plan.tool, plan.capabilities)
+        telemetry.decided(self._call_id, plan, decision.effect.value)
         if decision.effect is Effect.DENY:
             reasons = "; ".join(decision.reasons())
             self._event(EventKind.POLICY_DENIED, reasons)
@@ -135,6 +136,7 @@ class ToolCallWorkflow(ApprovalFlow):
         else:
             self._set_phase(Phase.RUNNING)
         self._event(EventKind.STARTED, f"{plan.tool} scheduled")
+        telemetry.executing(self._call_id, plan)
         output = await self._activity(plan, plan.tool, self._execute_input(plan), None)
         return self._end(CallStatus.COMPLETED, output=output)
 

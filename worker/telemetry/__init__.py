@@ -1,0 +1,32 @@
+"""What a worker tells operators: traces, metrics, health endpoints and structured logs.
+
+``settings`` (the ``[telemetry]`` section, ``log_format``), ``logs`` (the JSON formatter),
+``tracing`` (the SDK's OpenTelemetry interceptor and the ``OTEL_*`` exporters, with the ``otel``
+extra), ``endpoint`` (the SDK's runtime metrics and the ``/metrics``, ``/healthz``, ``/readyz``
+listener). The metrics themselves are recorded where they happen: ``workflows.telemetry`` and
+``activities.telemetry``; docs/observability.md lists them all.
+"""
+
+from worker.telemetry.endpoint import Health, MetricsEndpoint, metrics_runtime
+from worker.telemetry.logs import JsonFormatter, configure_logging
+from worker.telemetry.settings import LogFormat, TelemetrySection
+from worker.telemetry.tracing import (
+    TracingUnavailable,
+    install_tracer_provider,
+    tracing_configured,
+    tracing_interceptor,
+)
+
+__all__ = [
+    "Health",
+    "JsonFormatter",
+    "LogFormat",
+    "MetricsEndpoint",
+    "TelemetrySection",
+    "TracingUnavailable",
+    "configure_logging",
+    "install_tracer_provider",
+    "metrics_runtime",
+    "tracing_configured",
+    "tracing_interceptor",
+]
