@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 CONFIG ?= examples/toolcalls.toml
 
-.PHONY: run test test-servers lint typecheck check record-histories bench bench-overhead bench-search bench-documents clean
+.PHONY: run test test-servers lint typecheck check record-histories bench bench-overhead bench-inline bench-search bench-documents clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,9 @@ bench: $(STAMP)
 
 bench-overhead: $(STAMP)
 	$(BIN)/python -m bench.overhead
+
+bench-inline: $(STAMP)
+	$(BIN)/python -m bench.inline
 
 bench-search: $(STAMP)
 	$(BIN)/python -m bench.search_files

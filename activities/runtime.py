@@ -2,9 +2,11 @@
 
 ``ToolRuntime`` owns the ``plan`` local activity and, for each tool this worker serves, an execute
 activity named after the tool and, where the tool has one, a ``<tool>.prepare`` activity. Each of
-them re-checks what it must not take on trust: that it runs inside ``ToolCallWorkflow``, that the
-arguments are the ones planned (their digest), that the deployment's ceiling allows the call and
-that any approval it requires is present and bound to this digest. Results are checked against the
+them re-checks what it must not take on trust: that it runs inside ``ToolCallWorkflow`` or for an
+inline call the deployment's plan attested for that very workflow run (``activities.inline``),
+that the arguments are the ones planned (their digest), that the deployment's ceiling allows the
+call and that any approval it requires is present and bound to this digest (an inline call never
+carries one: such calls run in ``ToolCallWorkflow``). Results are checked against the
 tool's result model and the payload cap before they leave the worker: the payload as the worker's
 converter and codec make it, against 1 MiB, or the deployment's ``[payloads] max_result_bytes``
 when large payloads are stored outside history.
@@ -34,6 +36,7 @@ from activities.capabilities import default_ceiling
 from activities.catalog import Catalog, ToolSpec, call_digest
 from activities.definitions import DEFINITION_FORMATS
 from activities.errors import invalid_arguments, tool_error
+from activities.inline import Attestor, no_inline_calls
 from activities.limits import MAX_PAYLOAD_BYTES
 from workflows import policy
 from workflows.approvers import ApproversSettings
@@ -78,11 +81,13 @@ class ToolRuntime:
         webhooks: Sequence[str] = (),
         result_bytes: int = MAX_PAYLOAD_BYTES,
         codec: PayloadCodec | None = None,
+        attestor: Attestor | None = None,
     ) -> None:
         """``approvers`` and ``webhooks`` (names) go into every plan: who may decide a call, and
         whom to tell that it waits. ``result_bytes``: the most a result or preview may be,
         measured as its payload after the worker's converter and ``codec`` (the one its data
-        converter applies)."""
+        converter applies). ``attestor``: the deployment's ``[inline]`` keys; without it no
+        inline call runs a tool activity here."""
         self.catalog = catalog
         self.ceiling = ceiling or default_ceiling()
         self.approvers = approvers
@@ -90,6 +95,7 @@ class ToolRuntime:
         self._instances: dict[type, object] = dict(instances or {})
         self.result_bytes = result_bytes
         self.codec = codec
+        self.attestor = attestor
 
     def _instance(self, spec: ToolSpec) -> object:
         assert spec.implementation is not None
@@ -104,6 +110,12 @@ class ToolRuntime:
         @activity.defn(name=PLAN_ACTIVITY)
         async def plan(input: PlanInput) -> PlanOutcome:
             outcome = self.catalog.plan(input, self.ceiling, local, self.approvers, self.webhooks)
+            if input.inline and outcome.plan is not None and self.attestor is not None:
+                planned = outcome.plan
+                attestation = self.attestor.issue(
+                    activity.info(), input.call_id or "", planned.digest, planned.visible_tools
+                )
+                outcome = outcome.model_copy(update={"attestation": attestation})
             if input.run and outcome.plan is not None and _runs_in_plan(outcome.plan, input):
                 return await self._run_in_plan(outcome, input)
             return outcome
@@ -239,13 +251,17 @@ class ToolRuntime:
 
     def _admit(self, spec: ToolSpec, input: ExecuteInput, *, execute: bool) -> ToolArgs:
         """The validated arguments, once the call is shown to be the one planned and allowed."""
-        workflow_type = activity.info().workflow_type
-        if workflow_type != WORKFLOW_NAME:
-            raise tool_error(
-                ErrorCode.POLICY_DENIED,
-                f"{spec.name}: tool activities run only inside {WORKFLOW_NAME}, "
-                f"not {workflow_type!r}",
+        info = activity.info()
+        inline = info.workflow_type != WORKFLOW_NAME
+        if inline:
+            # Another workflow runs only a call the deployment planned for that very run.
+            problem = (
+                self.attestor.problem(info, input)
+                if self.attestor is not None
+                else no_inline_calls(info.workflow_type, input)
             )
+            if problem is not None:
+                raise tool_error(ErrorCode.POLICY_DENIED, f"{spec.name}: {problem}")
         try:
             args = spec.arguments.model_validate(input.arguments)
         except ValidationError as exc:
@@ -265,6 +281,14 @@ class ToolRuntime:
             raise tool_error(
                 ErrorCode.POLICY_DENIED,
                 f"{spec.name}: denied by the deployment: {'; '.join(decision.reasons())}",
+            )
+        if inline and decision.effect is Effect.REQUIRE_APPROVAL:
+            # The approval would come from the caller's own code: the deployment's approvals are
+            # enforced by its own workflow only.
+            raise tool_error(
+                ErrorCode.POLICY_DENIED,
+                f"{spec.name}: the deployment requires an approval for this call "
+                f"({'; '.join(decision.reasons())}), which only {WORKFLOW_NAME} records",
             )
         if execute and decision.effect is Effect.REQUIRE_APPROVAL:
             approval = input.approval

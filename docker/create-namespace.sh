@@ -10,7 +10,7 @@ set -eu
 NAMESPACE=${NAMESPACE:-default}
 RETENTION=${RETENTION:-72h}
 ATTEMPTS=${ATTEMPTS:-60}
-SEARCH_ATTRIBUTES="ToolCallStatus:Keyword ToolName:Keyword ToolCapabilities:KeywordList ToolCallGrantScope:Keyword"
+SEARCH_ATTRIBUTES="ToolCallStatus:Keyword ToolName:Keyword ToolCapabilities:KeywordList ToolCallGrantScope:Keyword ToolCallsWaiting:Int"
 
 retry() {
     attempt=1

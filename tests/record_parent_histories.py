@@ -7,7 +7,8 @@ dev server and writes its history to ``tests/histories/parents/<name>.json``;
 ``tests/workflows/test_parent.py`` replays every file there. The files in the repository were
 recorded before ``ToolCalls`` charged budgets in request order and joined repeated call ids, so
 they show that parents already running keep replaying (the changes are behind
-``workflow.patched``). Record new files under new names; never overwrite the old ones.
+``workflow.patched``); ``inline_calls`` was recorded when inline calls came. Record new files
+under new names; never overwrite the old ones.
 """
 
 from __future__ import annotations
@@ -25,10 +26,13 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from tests.support.harness import make_config, running_worker
+from tests.support.inline import KEYS_ENV
 from tests.support.parents import AgentParent, ParentInput, ParentOutput
+from tests.support.payloads import keys
 from tests.support.plans import ReversedPlans
 from worker.devserver import temporal_binary
 from worker.plugin import sandbox_runner
+from workflows.client import ToolCallClient
 from workflows.models import SEARCH_ATTRIBUTES, CapabilityPolicy, Effect, ToolCallRequest
 from workflows.parent import CallBudget
 
@@ -88,9 +92,54 @@ async def repeated_call_id(client: Client, queue: str, deployment: str) -> Paren
         return await _parent(client, queue, "repeated_call_id", input)
 
 
+async def inline_calls(client: Client, queue: str, deployment: str) -> ParentHandle:
+    """Inline calls: one its plan ran, a write approved by update and run with its attestation,
+    one denied, one the ceiling sent to a child."""
+    os.environ[KEYS_ENV] = keys("i1")
+    config = make_config(
+        deployment,
+        ceiling={"default_effect": "allow", "rules": {"process.execute": "require_approval"}},
+        inline={"keys_env": KEYS_ENV},
+    )
+    policy = CapabilityPolicy(rules={"filesystem.write": Effect.REQUIRE_APPROVAL})
+    batches = [
+        [_calc("a")],
+        [
+            ToolCallRequest(tool="probe_write", arguments={"token": "w"}, call_id="w"),
+            ToolCallRequest(tool="probe_write", arguments={"token": "d"}, call_id="d"),
+            ToolCallRequest(tool="probe_sleep", arguments={"seconds": 0}, call_id="s"),
+        ],
+    ]
+    calls = ToolCallClient(client, task_queue=deployment)
+    name = "inline_calls"
+    async with running_worker(client, config):
+        handle = await client.start_workflow(
+            AgentParent.run,
+            ParentInput(task_queue=deployment, batches=batches, policy=policy, inline=True),
+            id=recorded_id(name),
+            task_queue=queue,
+        )
+        for call_id in ("w", "d", "s"):
+            await _waiting(calls, f"{handle.id}/tools/{call_id}")
+        assert (await calls.approve(f"{handle.id}/tools/w", approver="alice")).ok
+        assert (await calls.deny(f"{handle.id}/tools/d", approver="bob")).ok
+        assert (await calls.approve(f"{handle.id}/tools/s", approver="carol")).ok
+        await asyncio.wait_for(handle.result(), 60)
+    return handle
+
+
+async def _waiting(calls: ToolCallClient, workflow_id: str) -> None:
+    for _ in range(200):
+        if any(call.workflow_id == workflow_id for call in await calls.pending()):
+            return
+        await asyncio.sleep(0.1)
+    raise RuntimeError(f"{workflow_id} never waited for approval")
+
+
 SCENARIOS: dict[str, Scenario] = {
     "budget_plans_reversed": budget_plans_reversed,
     "repeated_call_id": repeated_call_id,
+    "inline_calls": inline_calls,
 }
 
 

@@ -52,6 +52,7 @@ from worker.render import (
 )
 from workflows.client import (
     CallConflict,
+    CallNotFound,
     CallView,
     Delivery,
     NoPendingRequest,
@@ -138,7 +139,7 @@ async def run(config: Config, args: argparse.Namespace) -> int:
         else:
             outcome = await calls.deny(args.workflow_id, approver=args.by, reason=args.reason)
         return _report(args, outcome)
-    except NoPendingRequest as exc:
+    except (NoPendingRequest, CallNotFound) as exc:
         raise CommandError(EXIT_FAILED, f"{args.command}: {exc}") from None
     except PayloadTooLarge as exc:
         raise CommandError(EXIT_USAGE, f"{what}: {exc}") from None

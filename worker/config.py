@@ -36,6 +36,7 @@ from worker.sections import (
     ActivitiesSection,
     CeilingSection,
     DevSection,
+    InlineSection,
     ProfileSection,
     TemporalSection,
     WorkerSection,
@@ -77,6 +78,8 @@ class BaseConfig(_Section):
     # history (worker/payloads/settings.py).
     codec: CodecSection = Field(default_factory=CodecSection)
     payloads: PayloadsSection = Field(default_factory=PayloadsSection)
+    inline: InlineSection = Field(default_factory=InlineSection)
+    """Keys that attest inline calls' plans (worker/sections.py)."""
     # What operators see: the log lines' format, the metrics and health endpoint
     # (worker/telemetry/settings.py).
     log_format: LogFormat = LogFormat.TEXT

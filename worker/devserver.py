@@ -29,6 +29,7 @@ STOP_GRACE = 10.0
 _SA_TYPES = {
     SearchAttributeIndexedValueType.KEYWORD: "Keyword",
     SearchAttributeIndexedValueType.KEYWORD_LIST: "KeywordList",
+    SearchAttributeIndexedValueType.INT: "Int",
 }
 
 

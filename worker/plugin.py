@@ -28,10 +28,12 @@ from activities.catalog import Catalog
 from activities.families import BUILTIN_FAMILIES
 from activities.family import AnyFamily, Resources
 from activities.grants import GrantFinder
+from activities.inline import Attestor
 from activities.notifications import Notifier
 from activities.runtime import ToolRuntime
 from worker.config import Config, ConfigError, build_catalog
 from worker.payloads.converter import PayloadPipeline, payload_pipeline
+from worker.payloads.keys import KeysError, load_keys
 from worker.telemetry.tracing import (
     TracingUnavailable,
     install_tracer_provider,
@@ -172,6 +174,7 @@ class ToolCallsPlugin(SimplePlugin):
             webhooks=[webhook.name for webhook in deployment.notifications.webhooks],
             result_bytes=deployment.payloads.result_bytes,
             codec=client.data_converter.payload_codec,
+            attestor=inline_attestor(deployment, self._environ),
             instances={
                 **build_instances(
                     served.config,
@@ -240,6 +243,28 @@ class ToolCallsPlugin(SimplePlugin):
         if isinstance(existing, SandboxedWorkflowRunner):
             return _with_passthrough(existing, isolate=isolate)
         return existing
+
+
+def inline_attestor(config: Config, environ: Mapping[str, str]) -> Attestor | None:
+    """The ``[inline]`` keys as an ``Attestor``; ``None`` without keys (no inline tool calls).
+
+    Raises:
+        ConfigError: the keys cannot be read or are malformed (the message names the key id).
+    """
+    section = config.inline
+    if section.keys_env is None and section.keys_file is None:
+        return None
+    try:
+        keyring = load_keys(
+            keys_env=section.keys_env,
+            keys_file=section.keys_file,
+            environ=environ,
+            section="inline",
+            use="an inline key",
+        )
+    except KeysError as exc:
+        raise ConfigError(str(exc)) from None
+    return Attestor(keyring.keys)
 
 
 def build_instances(

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from activities.capabilities import CAPABILITIES
 from activities.catalog import (
     MAX_READ_ATTEMPTS,
 )
+from worker.payloads.settings import _env_name
 from workflows import policy
 from workflows.models import CapabilityPolicy, Effect
 
@@ -135,3 +136,29 @@ class DevSection(_Section):
     headless: bool = False
     """Run without the web UI (TOML has no null, so a file cannot set ``ui_port`` to ``None``)."""
     namespace: str = "default"
+
+
+class InlineSection(_Section):
+    """``[inline]``: the keys that let workflows other than ``ToolCallWorkflow`` run planned
+    calls themselves (``ToolCalls(inline=True)``). Without keys such calls run as children.
+
+    The keys are ``id=base64key`` pairs (32 random bytes each), newest first, like ``[codec]``
+    keys; every worker of the deployment needs them (the plan signs, the tools verify), no
+    application worker does.
+    """
+
+    keys_env: str | None = None
+    """An environment variable holding the keys."""
+    keys_file: Path | None = None
+    """A file holding the keys (a mounted secret, say)."""
+
+    @field_validator("keys_env")
+    @classmethod
+    def _keys_env(cls, name: str | None) -> str | None:
+        return _env_name(name)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Self:
+        if self.keys_env is not None and self.keys_file is not None:
+            raise ValueError("set keys_env or keys_file, not both")
+        return self

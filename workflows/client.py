@@ -30,14 +30,15 @@ from temporalio.client import (
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCStatusCode
 
 from workflows.client_base import (
     ClientBase,
     Handle,
+    Inline,
     pydantic_converter,
     with_pydantic_converter,
 )
+from workflows.client_inline import pending_calls
 from workflows.definitions import DefinitionsWorkflow
 from workflows.grant_client import list_grants, revoke_grant
 from workflows.grants import Grant, Revocation
@@ -47,6 +48,7 @@ from workflows.models import (
     MEMO_PENDING_APPROVAL,
     MEMO_PENDING_QUESTION,
     SEARCH_CAPABILITIES,
+    SEARCH_INLINE_WAITING,
     SEARCH_STATUS,
     SEARCH_TOOL,
     WORKFLOW_NAME,
@@ -62,6 +64,7 @@ from workflows.models import (
 from workflows.tool_call import ToolCallWorkflow
 from workflows.views import (
     CallConflict,
+    CallNotFound,
     CallView,
     Delivery,
     NoPendingRequest,
@@ -73,36 +76,25 @@ from workflows.views import (
     model_or_none,
 )
 
-POLLER_FRESHNESS = timedelta(minutes=1)
-"""A workflow poller seen this recently may be a worker serving the call's queue."""
-PROBE_TIMEOUT = timedelta(seconds=5)
-"""How long a worker gets to answer the ``status`` query before the call counts as unserved.
-
-The server keeps listing a stopped worker's pollers as fresh for up to a minute (a live idle
-worker's last poll is up to a minute old too), so fresh pollers alone do not prove a worker serves
-the call; an update or query sent to a call nobody serves waits forever.
-"""
-UPDATE_TIMEOUT = timedelta(seconds=10)
-"""How long an update may wait for the worker that answered the probe; then the signal goes."""
 PLAN_WAIT = timedelta(seconds=30)
 """How long ``planned`` waits for a worker that serves the call to plan it."""
 DEFINITIONS_WAIT = timedelta(seconds=30)
 """How long ``definitions`` waits for a worker of the deployment to answer."""
 PLAN_POLL_SECONDS = 0.2
-_NO_ANSWER = (
-    RPCStatusCode.CANCELLED,  # how the SDK reports its own RPC timeout
-    RPCStatusCode.DEADLINE_EXCEEDED,
-    RPCStatusCode.FAILED_PRECONDITION,  # "no poller seen for task queue recently"
-)
 MAX_PAGE_SIZE = 1_000
-PENDING_QUERY = (
-    f'WorkflowType = "{WORKFLOW_NAME}" AND ExecutionStatus = "Running" AND '
+WAITING_CALLS = (
+    f'WorkflowType = "{WORKFLOW_NAME}" AND '
     f'{SEARCH_STATUS.name} IN ("{Phase.AWAITING_APPROVAL.value}", "{Phase.AWAITING_ANSWER.value}")'
 )
+"""Calls waiting for a human: their ``ToolCallWorkflow``s."""
+WAITING_PARENTS = f"{SEARCH_INLINE_WAITING.name} > 0"
+"""Parents whose inline calls wait for a human (the memo lists them)."""
+PENDING_QUERY = f'ExecutionStatus = "Running" AND (({WAITING_CALLS}) OR {WAITING_PARENTS})'
 
 
 __all__ = [
     "CallConflict",
+    "CallNotFound",
     "CallView",
     "Delivery",
     "NoPendingRequest",
@@ -222,19 +214,22 @@ class ToolCallClient(ClientBase):
         return await (await self.start(request, workflow_id=workflow_id)).result()
 
     async def pending(self, *, limit: int = 100) -> list[PendingCall]:
-        """Calls waiting for an approval or an answer, newest first; no worker needed."""
-        found = []
+        """Calls waiting for an approval or an answer, newest first; no worker needed. Inline
+        calls are listed from their parent's memo, at the parent's place in the order."""
+        found: list[PendingCall] = []
         async for execution in self.client.list_workflows(PENDING_QUERY, limit=limit):
-            call = await _pending_call(execution)
-            if call is not None:
-                found.append(call)
-        return found
+            found += await _pending_calls(execution)
+            if len(found) >= limit:
+                break
+        return found[:limit]
 
     async def pending_page(
         self, *, page_size: int = 100, page_token: str | None = None
     ) -> PendingPage:
         """One page of the calls waiting for a human, with how many wait in all and the token of
-        the next page (``None`` on the last); no more than a page is loaded at once."""
+        the next page (``None`` on the last). A page holds ``page_size`` workflows: a parent
+        brings all its waiting inline calls, so a page may hold more calls than that. The total
+        counts every call, so it reads the count of each parent whose inline calls wait."""
         if not 1 <= page_size <= MAX_PAGE_SIZE:
             raise ValueError(f"page_size must be 1-{MAX_PAGE_SIZE}")
         token = base64.urlsafe_b64decode(page_token.encode()) if page_token else None
@@ -242,19 +237,30 @@ class ToolCallClient(ClientBase):
             PENDING_QUERY, page_size=page_size, next_page_token=token
         )
         await listing.fetch_next_page()
-        counted = await self.client.count_workflows(PENDING_QUERY)
-        calls = [c for e in listing.current_page or [] if (c := await _pending_call(e))]
+        calls = [c for e in listing.current_page or [] for c in await _pending_calls(e)]
         following = listing.next_page_token
         return PendingPage(
             calls=calls,
-            total=counted.count,
+            total=await self._waiting_total(),
             next_page_token=base64.urlsafe_b64encode(following).decode() if following else None,
         )
 
+    async def _waiting_total(self) -> int:
+        counted = await self.client.count_workflows(
+            f'ExecutionStatus = "Running" AND {WAITING_CALLS}'
+        )
+        total = counted.count
+        parents = f'ExecutionStatus = "Running" AND {WAITING_PARENTS}'
+        async for parent in self.client.list_workflows(parents):
+            total += parent.typed_search_attributes.get(SEARCH_INLINE_WAITING) or 0
+        return total
+
     async def status(self, workflow_id: str) -> CallView:
         """The call's state: from the worker when one serves it, else from describe and history."""
-        handle = self.handle(workflow_id)
-        description = await handle.describe()
+        try:
+            handle, description = await self.described(workflow_id)
+        except Inline as inline:
+            return await self.inline.status(inline.ref)
         running = description.status is WorkflowExecutionStatus.RUNNING
         if not running and description.status is WorkflowExecutionStatus.COMPLETED:
             result = await handle.result()
@@ -314,21 +320,26 @@ class ToolCallClient(ClientBase):
         await revoke_grant(self.client, grant_id, Revocation(by=by, reason=reason))
 
 
-async def _pending_call(execution: WorkflowExecution) -> PendingCall | None:
-    """A listed call's pending approval or question, from its search attributes and memo."""
+async def _pending_calls(execution: WorkflowExecution) -> list[PendingCall]:
+    """A listed call's pending approval or question, or a listed parent's inline calls waiting,
+    from their search attributes and memo."""
+    memo = await execution.memo()
+    if execution.workflow_type != WORKFLOW_NAME:
+        return pending_calls(execution, memo)
     attrs = execution.typed_search_attributes
     phase = Phase(attrs.get(SEARCH_STATUS) or Phase.AWAITING_APPROVAL.value)
-    memo = await execution.memo()
     approval = model_or_none(ApprovalRequest, memo.get(MEMO_PENDING_APPROVAL))
     question = model_or_none(UserQuestion, memo.get(MEMO_PENDING_QUESTION))
     if approval is None and question is None:
-        return None  # the memo and the attribute are written together; this one just moved on
-    return PendingCall(
-        workflow_id=execution.id,
-        tool=attrs.get(SEARCH_TOOL) or "",
-        capabilities=list(attrs.get(SEARCH_CAPABILITIES) or []),
-        phase=phase,
-        approval=approval,
-        question=question,
-        started_at=execution.start_time,
-    )
+        return []  # the memo and the attribute are written together; this one just moved on
+    return [
+        PendingCall(
+            workflow_id=execution.id,
+            tool=attrs.get(SEARCH_TOOL) or "",
+            capabilities=list(attrs.get(SEARCH_CAPABILITIES) or []),
+            phase=phase,
+            approval=approval,
+            question=question,
+            started_at=execution.start_time,
+        )
+    ]

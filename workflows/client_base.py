@@ -8,7 +8,6 @@ applied when a worker returns).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -27,23 +26,27 @@ from temporalio.client import (
 )
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter
-from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
+from workflows.client_inline import (
+    NO_ANSWER,
+    InlineRef,
+    InlineRoutes,
+    inline_ref,
+    signal_after_timeout,
+    update_reason,
+)
 from workflows.limits import check_payload
 from workflows.models import (
     DEFAULT_TASK_QUEUE,
     MEMO_PENDING_APPROVAL,
     MEMO_PENDING_QUESTION,
-    SEARCH_STATUS,
-    WORKFLOW_NAME,
     ApprovalDecision,
     ApprovalRequest,
     CallState,
     DecisionInput,
     EditProposal,
     GrantTerms,
-    Phase,
     ToolCallResult,
     UserAnswer,
     UserQuestion,
@@ -67,23 +70,17 @@ the call; an update or query sent to a call nobody serves waits forever.
 """
 UPDATE_TIMEOUT = timedelta(seconds=10)
 """How long an update may wait for the worker that answered the probe; then the signal goes."""
-PLAN_WAIT = timedelta(seconds=30)
-"""How long ``planned`` waits for a worker that serves the call to plan it."""
-DEFINITIONS_WAIT = timedelta(seconds=30)
-"""How long ``definitions`` waits for a worker of the deployment to answer."""
-PLAN_POLL_SECONDS = 0.2
-_NO_ANSWER = (
-    RPCStatusCode.CANCELLED,  # how the SDK reports its own RPC timeout
-    RPCStatusCode.DEADLINE_EXCEEDED,
-    RPCStatusCode.FAILED_PRECONDITION,  # "no poller seen for task queue recently"
-)
-PENDING_QUERY = (
-    f'WorkflowType = "{WORKFLOW_NAME}" AND ExecutionStatus = "Running" AND '
-    f'{SEARCH_STATUS.name} IN ("{Phase.AWAITING_APPROVAL.value}", "{Phase.AWAITING_ANSWER.value}")'
-)
 
 Handle = WorkflowHandle[ToolCallWorkflow, ToolCallResult]
 _M = TypeVar("_M", bound=BaseModel)
+
+
+class Inline(Exception):
+    """The id names an inline call (``ref``), not a workflow: reach it through its parent."""
+
+    def __init__(self, ref: InlineRef) -> None:
+        super().__init__(ref.workflow_id)
+        self.ref = ref
 
 
 def pydantic_converter(existing: DataConverter | None = None) -> DataConverter:
@@ -126,6 +123,8 @@ class ClientBase:
         self.task_queue = task_queue
         self.probe_timeout = probe_timeout
         self.update_timeout = update_timeout
+        self.inline = InlineRoutes(self)
+        """Inline calls: ids that name a call a parent workflow runs itself."""
 
     def handle(self, workflow_id: str) -> Handle:
         return self.client.get_workflow_handle_for(ToolCallWorkflow.run, workflow_id)
@@ -154,15 +153,26 @@ class ClientBase:
         try:
             return await handle.query(ToolCallWorkflow.status, rpc_timeout=self.probe_timeout)
         except RPCError as exc:
-            if exc.status in _NO_ANSWER:
+            if exc.status in NO_ANSWER:
                 return None
             raise
+
+    async def described(self, workflow_id: str) -> tuple[Handle, WorkflowExecutionDescription]:
+        """The call's handle and description. Raises ``Inline`` (``.ref``) for an id that names
+        an inline call, and ``RPCError`` (not found) for an id that names nothing."""
+        handle = self.handle(workflow_id)
+        try:
+            return handle, await handle.describe()
+        except RPCError as exc:
+            raise Inline(inline_ref(self, workflow_id, exc)) from None
 
     async def decide(self, workflow_id: str, decision: ApprovalDecision) -> Outcome:
         """Send a decision: the update when a worker serves the call, else the signal."""
         await check_payload(self.client.data_converter, "the decision", decision)
-        handle = self.handle(workflow_id)
-        description = await handle.describe()
+        try:
+            handle, description = await self.described(workflow_id)
+        except Inline as inline:
+            return await self.inline.decide(inline.ref, decision)
         if description.status is not WorkflowExecutionStatus.RUNNING:
             raise NoPendingRequest(f"{workflow_id}: the call has ended")
         if await self._live_state(handle, description) is None:
@@ -175,9 +185,9 @@ class ClientBase:
                 ToolCallWorkflow.decide, decision, rpc_timeout=self.update_timeout
             )
         except WorkflowUpdateFailedError as exc:
-            return Outcome(Delivery.REJECTED, reason=_reason(exc))
+            return Outcome(Delivery.REJECTED, reason=update_reason(exc))
         except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
-            await _signal_after_timeout(
+            await signal_after_timeout(
                 handle, exc, signal, DecisionInput(**decision.model_dump(exclude={"approved"}))
             )
             return Outcome(Delivery.QUEUED)
@@ -240,22 +250,33 @@ class ClientBase:
         )
         await check_payload(self.client.data_converter, "the edit", proposal)
         try:
+            await self.described(workflow_id)
+        except Inline as inline:
+            return await self.inline.edit(inline.ref, proposal)
+        try:
             return await self.handle(workflow_id).execute_update(
                 ToolCallWorkflow.edit, proposal, rpc_timeout=self.update_timeout
             )
         except WorkflowUpdateFailedError as exc:
-            raise NoPendingRequest(f"{workflow_id}: edit refused: {_reason(exc)}") from None
+            raise NoPendingRequest(f"{workflow_id}: edit refused: {update_reason(exc)}") from None
 
     async def pending_approval(self, workflow_id: str) -> ApprovalRequest:
         """The call's pending approval request, or ``NoPendingRequest``."""
-        pending = await self._memo(workflow_id, MEMO_PENDING_APPROVAL, ApprovalRequest)
+        try:
+            pending = await self._memo(workflow_id, MEMO_PENDING_APPROVAL, ApprovalRequest)
+        except Inline as inline:
+            return await self.inline.pending_approval(inline.ref)
         if pending is None:
             raise NoPendingRequest(f"{workflow_id}: no approval is pending")
         return pending
 
     async def pending_question(self, workflow_id: str) -> UserQuestion:
         """The call's pending question, or ``NoPendingRequest``."""
-        pending = await self._memo(workflow_id, MEMO_PENDING_QUESTION, UserQuestion)
+        try:
+            pending = await self._memo(workflow_id, MEMO_PENDING_QUESTION, UserQuestion)
+        except Inline as inline:
+            question: UserQuestion = await self.inline.pending_question(inline.ref)
+            return question
         if pending is None:
             raise NoPendingRequest(f"{workflow_id}: no question is pending")
         return pending
@@ -265,8 +286,10 @@ class ClientBase:
         question = await self.pending_question(workflow_id)
         answer = UserAnswer(request_id=question.request_id, answer=text, responder=responder)
         await check_payload(self.client.data_converter, "the answer", answer)
-        handle = self.handle(workflow_id)
-        description = await handle.describe()
+        try:
+            handle, description = await self.described(workflow_id)
+        except Inline as inline:
+            return await self.inline.answer(inline.ref, answer)
         if await self._live_state(handle, description) is None:
             await handle.signal(ToolCallWorkflow.answer_signal, answer)
             return Outcome(Delivery.QUEUED)
@@ -275,35 +298,14 @@ class ClientBase:
                 ToolCallWorkflow.answer, answer, rpc_timeout=self.update_timeout
             )
         except WorkflowUpdateFailedError as exc:
-            return Outcome(Delivery.REJECTED, reason=_reason(exc))
+            return Outcome(Delivery.REJECTED, reason=update_reason(exc))
         except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
-            await _signal_after_timeout(handle, exc, ToolCallWorkflow.answer_signal, answer)
+            await signal_after_timeout(handle, exc, ToolCallWorkflow.answer_signal, answer)
             return Outcome(Delivery.QUEUED)
         return Outcome(Delivery.ACCEPTED, record=output)
 
     async def _memo(self, workflow_id: str, key: str, model: type[_M]) -> _M | None:
-        description = await self.handle(workflow_id).describe()
+        _, description = await self.described(workflow_id)
         if description.status is not WorkflowExecutionStatus.RUNNING:
             return None
         return model_or_none(model, (await description.memo()).get(key))
-
-
-def _reason(exc: WorkflowUpdateFailedError) -> str:
-    cause = exc.cause
-    return cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
-
-
-async def _signal_after_timeout(
-    handle: Handle,
-    exc: WorkflowUpdateRPCTimeoutOrCancelledError,
-    signal: Any,
-    payload: object,
-) -> None:
-    """Send ``signal`` when an update timed out: the worker that answered the probe is gone.
-
-    If the update was delivered after all, the workflow takes the first of the two and records
-    the other as ignored. A cancellation of the caller is not a timeout: it propagates.
-    """
-    if isinstance(exc.__cause__, asyncio.CancelledError):
-        raise asyncio.CancelledError
-    await handle.signal(signal, payload)

@@ -53,6 +53,9 @@ class GrantsAndNotices(CallBase):
     """Grants and notifications for the approval wait."""
 
     _notifications: list[asyncio.Task[None]]
+    _notify_queue: str | None = None
+    """The notification activity's task queue; ``None``: this workflow's own (the deployment's).
+    A call run inside another workflow (``workflows.inline``) names the deployment's."""
 
     # Grants ---------------------------------------------------------------------------------
 
@@ -180,6 +183,7 @@ class GrantsAndNotices(CallBase):
             await workflow.execute_activity(
                 NOTIFY_ACTIVITY,
                 notification,
+                task_queue=self._notify_queue,
                 start_to_close_timeout=NOTIFY_TIMEOUT,
                 retry_policy=NOTIFY_RETRY,
             )

@@ -51,7 +51,15 @@ SEARCH_TOOL = SearchAttributeKey.for_keyword("ToolName")
 SEARCH_CAPABILITIES = SearchAttributeKey.for_keyword_list("ToolCapabilities")
 SEARCH_GRANT_SCOPE = SearchAttributeKey.for_keyword("ToolCallGrantScope")
 """Of a standing grant (``workflows.grants``): ``deployment`` or ``parent:<workflow id>``."""
-SEARCH_ATTRIBUTES = (SEARCH_STATUS, SEARCH_TOOL, SEARCH_CAPABILITIES, SEARCH_GRANT_SCOPE)
+SEARCH_INLINE_WAITING = SearchAttributeKey.for_int("ToolCallsWaiting")
+"""Of a parent workflow: how many of its inline calls wait for a human (``workflows.inline``)."""
+SEARCH_ATTRIBUTES = (
+    SEARCH_STATUS,
+    SEARCH_TOOL,
+    SEARCH_CAPABILITIES,
+    SEARCH_GRANT_SCOPE,
+    SEARCH_INLINE_WAITING,
+)
 MEMO_PENDING_APPROVAL = "pending_approval"
 MEMO_PENDING_QUESTION = "pending_question"
 
@@ -226,6 +234,17 @@ class PlanInput(_Model):
     run: bool = False
     """Run an allowed pure tool inside the plan (one local activity for the whole call);
     ``ToolCallWorkflow`` asks for it, a parent planning for its budget does not."""
+    inline: bool = False
+    """Attest the plan for the calling workflow run, which runs the call itself (inline)."""
+
+
+class InlineAttestation(_Model):
+    """The deployment's word, from the plan, that it planned one call for one workflow run: a MAC
+    over the namespace, workflow id, run id, call id, digest and visible tools, under one of the
+    deployment's ``[inline]`` keys (``activities.inline``)."""
+
+    key_id: str
+    signature: str
 
 
 class DefinitionsRequest(_Model):
@@ -252,6 +271,8 @@ class PlanOutcome(_Model):
     outcome, and no execute activity follows."""
     output: Any = None
     run_error: ToolError | None = None
+    attestation: InlineAttestation | None = None
+    """For an inline plan, when the deployment has ``[inline]`` keys."""
 
 
 class QuestionStatus(StrEnum):
@@ -396,3 +417,5 @@ class ExecuteInput(_Model):
     precondition: dict[str, Any] | None = None
     visible_tools: list[str] | None = None
     """For a discovery tool: the tools this call may use, as its plan found them."""
+    attestation: InlineAttestation | None = None
+    """An inline call's: lets a workflow other than ``ToolCallWorkflow`` run this planned call."""

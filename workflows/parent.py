@@ -17,6 +17,12 @@ first, so such calls are planned by the deployment (the ``plan`` activity on its
 before the child starts; a call the plan refuses (unknown tool, invalid arguments) ends there too,
 without a child.
 
+With ``inline=True`` (for the helper, or per call) a call runs inside this workflow instead
+(``workflows.inline``): the same plan, policy, approval wait and result, decided through this
+workflow's ``toolcalls.inline.*`` handlers, with no child; a call the inline path cannot carry
+(the deployment's ceiling holds it for approval, say) still runs as a child. The id
+``"{parent_workflow_id}/tools/{call_id}"`` names it either way.
+
 The parent's worker encodes each child's request and decodes its result, so its client needs the
 deployment's data converter: ``pydantic_data_converter``, or, for a deployment that encrypts or
 stores payloads, ``worker.data_converter("toolcalls.toml")`` (docs/payloads.md).
@@ -34,14 +40,15 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import (
     ActivityError,
-    ApplicationError,
     CancelledError,
     ChildWorkflowError,
-    TerminatedError,
     TimeoutError as TemporalTimeoutError,
     WorkflowAlreadyStartedError,
 )
 
+from workflows.inline import InlineCall, NeedsChild
+from workflows.inline_host import InlineHost
+from workflows.inline_models import inline_workflow_id
 from workflows.limits import (
     CODEC_MARGIN_BYTES,
     PAYLOAD_LIMIT_BYTES,
@@ -53,19 +60,18 @@ from workflows.models import (
     DEFAULT_TASK_QUEUE,
     DEFINITIONS_ACTIVITY,
     PLAN_ACTIVITY,
-    CallEvent,
     CallStatus,
     CapabilityPolicy,
     Definitions,
     DefinitionsRequest,
     ErrorCode,
-    EventKind,
     PlanInput,
     PlanOutcome,
     ToolCallRequest,
     ToolCallResult,
     ToolError,
 )
+from workflows.parent_parts import MadeCall, Turn, already_started, child_failed, local_result
 from workflows.tool_call import ToolCallWorkflow
 
 PLAN_START_TIMEOUT = timedelta(seconds=30)
@@ -98,7 +104,8 @@ class BudgetUsage(BaseModel):
 
 
 class ToolCalls:
-    """Runs tool calls as child workflows of the current workflow, under one shared budget."""
+    """Runs tool calls as child workflows of the current workflow (or inside it), under one
+    shared budget."""
 
     def __init__(
         self,
@@ -109,6 +116,7 @@ class ToolCalls:
         budget: CallBudget | None = None,
         usage: BudgetUsage | None = None,
         profile: str | None = None,
+        inline: bool = False,
     ) -> None:
         """Args:
         task_queue: the toolcalls deployment's task queue (where ``ToolCallWorkflow`` runs).
@@ -118,6 +126,8 @@ class ToolCalls:
         usage: what earlier runs used (after continue-as-new).
         profile: the deployment profile every call is held to (``[profiles.NAME]``); a request
             naming another one is refused without starting anything.
+        inline: run calls inside this workflow rather than as child workflows (see
+            ``workflows.inline``); ``call`` and ``call_many`` may choose otherwise per call.
         """
         self.task_queue = task_queue
         self.policy = policy
@@ -125,8 +135,9 @@ class ToolCalls:
         self.budget = budget or CallBudget()
         self.usage = usage or BudgetUsage()
         self.profile = profile
+        self.inline = inline
         self._last_turn: asyncio.Event | None = None
-        self._calls: dict[str, _Call] = {}
+        self._calls: dict[str, MadeCall] = {}
 
     async def call(
         self,
@@ -134,12 +145,18 @@ class ToolCalls:
         arguments: Mapping[str, Any] | None = None,
         *,
         call_id: str | None = None,
+        inline: bool | None = None,
     ) -> ToolCallResult:
-        """Run one call (a tool name and arguments, or a whole request) and return its result."""
-        return await self._call(self._request(tool, arguments, call_id), self._turn())
+        """Run one call (a tool name and arguments, or a whole request) and return its result;
+        ``inline`` overrides the helper's choice for this call."""
+        request = self._request(tool, arguments, call_id)
+        return await self._call(request, self._turn(), self._inline(inline))
 
     async def call_many(
-        self, calls: Iterable[ToolCallRequest | tuple[str, Mapping[str, Any]]]
+        self,
+        calls: Iterable[ToolCallRequest | tuple[str, Mapping[str, Any]]],
+        *,
+        inline: bool | None = None,
     ) -> list[ToolCallResult]:
         """Run several calls in parallel; results in the order given, budget charged in it too."""
         requests = [
@@ -148,50 +165,59 @@ class ToolCalls:
         ]
         # Turns are taken here, in the requests' order, before any call runs.
         turns = [(self._request(request, None, None), self._turn()) for request in requests]
-        return list(await asyncio.gather(*(self._call(r, turn) for r, turn in turns)))
+        where = self._inline(inline)
+        return list(await asyncio.gather(*(self._call(r, turn, where) for r, turn in turns)))
 
-    def _turn(self) -> _Turn:
+    def _inline(self, inline: bool | None) -> bool:
+        return self.inline if inline is None else inline
+
+    def _turn(self) -> Turn:
         """The next place in the order in which calls are charged to the budget."""
-        turn = _Turn(self._last_turn)
+        turn = Turn(self._last_turn)
         self._last_turn = turn.done
         return turn
 
-    async def _call(self, request: ToolCallRequest, turn: _Turn) -> ToolCallResult:
-        child_id = f"{workflow.info().workflow_id}/tools/{request.call_id}"
+    async def _call(self, request: ToolCallRequest, turn: Turn, inline: bool) -> ToolCallResult:
+        child_id = inline_workflow_id(workflow.info().workflow_id, request.call_id or "")
         earlier = self._calls.get(child_id)
         if earlier is not None and workflow.patched(JOIN_PATCH):
             turn.done.set()
             return await earlier.joined(request, child_id)
         if earlier is None:
-            call = _Call(request)
+            call = MadeCall(request)
             self._calls[child_id] = call
             try:
-                result = await self._started(request, child_id, turn)
+                result = await self._started(request, child_id, turn, inline)
             except BaseException:
                 call.result.cancel()  # a repeat waiting for this call is canceled with it
                 raise
             call.result.set_result(result)
             return result
-        return await self._started(request, child_id, turn)
+        return await self._started(request, child_id, turn, inline)
 
     async def _started(
-        self, request: ToolCallRequest, child_id: str, turn: _Turn
+        self, request: ToolCallRequest, child_id: str, turn: Turn, inline: bool
     ) -> ToolCallResult:
         """Check, charge and start the call; its result, or why it ended without a child."""
+        charged_later = False
         try:
             deadline = self._deadline(request)
             if deadline is not None:
                 request = request.model_copy(update={"deadline": deadline})
             too_large = _oversized(request)
             if too_large is not None:
-                return _local_result(request, child_id, CallStatus.FAILED, error=too_large)
+                return local_result(request, child_id, CallStatus.FAILED, error=too_large)
             if self.profile is not None and request.profile != self.profile:
                 error = ToolError(
                     code=ErrorCode.POLICY_DENIED,
                     message=f"{request.tool}: this parent's calls are held to profile "
                     f"{self.profile}, not {request.profile or 'none'}",
                 )
-                return _local_result(request, child_id, CallStatus.DENIED, error=error)
+                return local_result(request, child_id, CallStatus.DENIED, error=error)
+            if inline and self.budget.per_capability:
+                # The inline call's own plan gives its capabilities: it is charged then.
+                charged_later = True
+                return await self._run_inline(request, child_id, turn, charge=True)
             capabilities: list[str] = []
             if self.budget.per_capability:
                 capabilities, refusal = await self._plan(request, child_id)
@@ -202,11 +228,46 @@ class ToolCalls:
                     await turn.ready()
             over = self._reserve(capabilities)
         finally:
-            turn.done.set()
+            if not charged_later:
+                turn.done.set()
         if over:
-            return _local_result(
+            return local_result(
                 request, child_id, CallStatus.DENIED, ErrorCode.BUDGET_EXCEEDED, over
             )
+        if inline:
+            return await self._run_inline(request, child_id, turn, charge=False)
+        return await self._child(request, child_id)
+
+    async def _run_inline(
+        self, request: ToolCallRequest, child_id: str, turn: Turn, *, charge: bool
+    ) -> ToolCallResult:
+        """Run the call in this workflow; as a child when the inline path cannot carry it."""
+
+        async def charged(capabilities: list[str]) -> str | None:
+            try:
+                await turn.ready()
+                return self._reserve(capabilities)
+            finally:
+                turn.done.set()
+
+        host = InlineHost.current()
+        if host.has(request.call_id or ""):
+            turn.done.set()
+            return already_started(request, child_id)
+        call = InlineCall(
+            request, task_queue=self.task_queue, publisher=host, charge=charged if charge else None
+        )
+        host.add(call)
+        try:
+            return await call.life()
+        except NeedsChild:
+            host.remove(call)
+        finally:
+            turn.done.set()
+        return await self._child(request, child_id)
+
+    async def _child(self, request: ToolCallRequest, child_id: str) -> ToolCallResult:
+        """Run the call as a child ``ToolCallWorkflow``."""
         try:
             return await workflow.execute_child_workflow(
                 ToolCallWorkflow.run,
@@ -217,15 +278,9 @@ class ToolCalls:
                 parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
             )
         except WorkflowAlreadyStartedError:
-            return _local_result(
-                request,
-                child_id,
-                CallStatus.FAILED,
-                ErrorCode.PRECONDITION_FAILED,
-                f"call {request.call_id} was already started as {child_id}; not starting it again",
-            )
+            return already_started(request, child_id)
         except ChildWorkflowError as err:
-            return _child_failed(request, child_id, err)
+            return child_failed(request, child_id, err)
 
     async def definitions(self, format: str = "anthropic") -> Definitions:
         """The definitions of this helper's profile (or of every enabled tool), from the
@@ -291,12 +346,12 @@ class ToolCalls:
             elif isinstance(err.cause, CancelledError):
                 code, status = ErrorCode.CANCELED, CallStatus.CANCELED
             message = f"{request.tool}: could not be planned for the budget: {err.cause}"
-            return [], _local_result(request, child_id, status, code, message)
+            return [], local_result(request, child_id, status, code, message)
         if outcome.plan is None:
             error = outcome.error or ToolError(code=ErrorCode.INTERNAL, message="no plan")
             denied = error.code is ErrorCode.POLICY_DENIED
             status = CallStatus.DENIED if denied else CallStatus.FAILED
-            return [], _local_result(request, child_id, status, error=error)
+            return [], local_result(request, child_id, status, error=error)
         return outcome.plan.capabilities, None
 
     def _reserve(self, capabilities: list[str]) -> str | None:
@@ -320,41 +375,6 @@ class ToolCalls:
         return min(deadlines, default=None)
 
 
-class _Turn:
-    """A call's place in the budget's order: it is charged once the call before it was."""
-
-    def __init__(self, before: asyncio.Event | None) -> None:
-        self.before = before
-        self.done = asyncio.Event()
-        """Set once this call was charged, or ended without being charged."""
-
-    async def ready(self) -> None:
-        if self.before is not None and not self.before.is_set():
-            await self.before.wait()
-
-
-class _Call:
-    """A call made through one ``ToolCalls``: a repeat of its call id gets its result."""
-
-    def __init__(self, request: ToolCallRequest) -> None:
-        self.request = request
-        self.result: asyncio.Future[ToolCallResult] = asyncio.get_running_loop().create_future()
-
-    async def joined(self, request: ToolCallRequest, child_id: str) -> ToolCallResult:
-        """The first call's result for the same call; a refusal for another under its id."""
-        first = self.request
-        if (first.tool, first.arguments) != (request.tool, request.arguments):
-            return _local_result(
-                request,
-                child_id,
-                CallStatus.FAILED,
-                ErrorCode.PRECONDITION_FAILED,
-                f"call {request.call_id} was already made with another tool or other arguments "
-                f"as {child_id}; not starting it again",
-            )
-        return await asyncio.shield(self.result)
-
-
 def _oversized(request: ToolCallRequest) -> ToolError | None:
     """The error for a request too large to start as a child, measured as the SDK will."""
     converter = workflow.payload_converter()
@@ -374,49 +394,3 @@ def _covers(key: str, capability: str) -> bool:
 
 def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def _local_result(
-    request: ToolCallRequest,
-    child_id: str,
-    status: CallStatus,
-    code: ErrorCode | None = None,
-    message: str = "",
-    *,
-    error: ToolError | None = None,
-) -> ToolCallResult:
-    """A result for a call that ended in the parent, without (or beyond) its child."""
-    now = workflow.now()
-    error = error or ToolError(code=code or ErrorCode.INTERNAL, message=message)
-    return ToolCallResult(
-        workflow_id=child_id,
-        call_id=request.call_id or "",
-        tool=request.tool,
-        status=status,
-        error=error,
-        events=[CallEvent(at=now, kind=EventKind.FINISHED, message=f"{status}: {error.message}")],
-        started_at=now,
-        finished_at=now,
-    )
-
-
-def _child_failed(
-    request: ToolCallRequest, child_id: str, err: ChildWorkflowError
-) -> ToolCallResult:
-    """A child that did not return a result: canceled, terminated, timed out or broken."""
-    cause = err.cause
-    if isinstance(cause, CancelledError):
-        return _local_result(
-            request, child_id, CallStatus.CANCELED, ErrorCode.CANCELED, "the call was canceled"
-        )
-    if isinstance(cause, TemporalTimeoutError):
-        return _local_result(
-            request, child_id, CallStatus.TIMED_OUT, ErrorCode.TIMED_OUT, "the call timed out"
-        )
-    if isinstance(cause, TerminatedError):
-        message = "the call was terminated; its effect is unknown"
-        return _local_result(request, child_id, CallStatus.UNCERTAIN, ErrorCode.UNCERTAIN, message)
-    detail = cause.message if isinstance(cause, ApplicationError) else str(cause or err)
-    return _local_result(
-        request, child_id, CallStatus.FAILED, ErrorCode.INTERNAL, f"the call failed: {detail}"
-    )

@@ -23,6 +23,7 @@ from workflows.models import (
 
 __all__ = [
     "CallConflict",
+    "CallNotFound",
     "CallView",
     "Delivery",
     "NoPendingRequest",
@@ -41,6 +42,10 @@ _M = TypeVar("_M", bound=BaseModel)
 
 class NoPendingRequest(LookupError):
     """The call is not waiting for the decision or answer that was sent."""
+
+
+class CallNotFound(LookupError):
+    """No call has this id: no workflow, nor an inline call of the parent the id names."""
 
 
 class Delivery(StrEnum):
@@ -78,6 +83,8 @@ class PendingCall:
     approval: ApprovalRequest | None
     question: UserQuestion | None
     started_at: datetime
+    parent_id: str | None = None
+    """For an inline call: the parent workflow that runs it (and holds its request)."""
 
     @property
     def expires_at(self) -> datetime | None:

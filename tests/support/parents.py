@@ -22,6 +22,8 @@ class ParentInput(BaseModel):
     budget: CallBudget = Field(default_factory=CallBudget)
     policy: CapabilityPolicy | None = None
     approval_timeout: timedelta | None = timedelta(hours=24)
+    inline: bool = False
+    """Run the calls inside the parent (``ToolCalls(inline=True)``)."""
 
 
 class ParentOutput(BaseModel):
@@ -40,6 +42,7 @@ class AgentParent:
             policy=input.policy,
             approval_timeout=input.approval_timeout,
             budget=input.budget,
+            inline=input.inline,
         )
         results: list[ToolCallResult] = []
         for batch in input.batches:

@@ -64,7 +64,13 @@ async def custom_attributes(client: Client) -> dict[str, int]:
 async def test_registers_the_attributes_once(plain_env: WorkflowEnvironment) -> None:
     client = plain_env.client
     names = {key.name for key in SEARCH_ATTRIBUTES}
-    assert names == {"ToolCallStatus", "ToolName", "ToolCapabilities", "ToolCallGrantScope"}
+    assert names == {
+        "ToolCallStatus",
+        "ToolName",
+        "ToolCapabilities",
+        "ToolCallGrantScope",
+        "ToolCallsWaiting",
+    }
     assert not names & set(await custom_attributes(client))
 
     added = await ensure_search_attributes(client)
@@ -74,6 +80,7 @@ async def test_registers_the_attributes_once(plain_env: WorkflowEnvironment) -> 
     assert registered["ToolName"] == IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
     assert registered["ToolCapabilities"] == IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST
     assert registered["ToolCallGrantScope"] == IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
+    assert registered["ToolCallsWaiting"] == IndexedValueType.INDEXED_VALUE_TYPE_INT
 
     assert await ensure_search_attributes(client) == []
     assert await custom_attributes(client) == registered

@@ -45,7 +45,7 @@ class Keyring:
         return next((key for known, key in self.keys if known == key_id), None)
 
 
-def parse_keys(text: str, source: str) -> Keyring:
+def parse_keys(text: str, source: str, *, use: str = "AES-256") -> Keyring:
     """The keys in ``text`` (``id=base64key`` pairs, by commas or lines; ``#`` starts a comment).
 
     Raises:
@@ -76,7 +76,7 @@ def parse_keys(text: str, source: str) -> Keyring:
             raise KeysError(f"{source}: key {key_id!r} is not base64")
         if len(key) != KEY_BYTES:
             raise KeysError(
-                f"{source}: key {key_id!r} is {len(key)} bytes; AES-256 needs {KEY_BYTES}"
+                f"{source}: key {key_id!r} is {len(key)} bytes; {use} needs {KEY_BYTES}"
             )
         keys.append((key_id, key))
     return Keyring(tuple(keys))
@@ -91,9 +91,15 @@ def _decode(text: str) -> bytes | None:
 
 
 def load_keys(
-    *, keys_env: str | None, keys_file: Path | None, environ: Mapping[str, str]
+    *,
+    keys_env: str | None,
+    keys_file: Path | None,
+    environ: Mapping[str, str],
+    section: str = "codec",
+    use: str = "AES-256",
 ) -> Keyring:
-    """The keys from the variable ``keys_env`` or the file ``keys_file``.
+    """The keys from the variable ``keys_env`` or the file ``keys_file``; errors name the
+    configuration ``section`` they come from and what the keys are for (``use``).
 
     Raises:
         KeysError: the variable is unset or empty, the file unreadable, or a key malformed.
@@ -101,17 +107,17 @@ def load_keys(
     if keys_env is not None:
         text = environ.get(keys_env, "")
         if not text.strip():
-            raise KeysError(f"codec.keys_env: the variable {keys_env} is not set")
-        return parse_keys(text, f"codec.keys_env: {keys_env}")
+            raise KeysError(f"{section}.keys_env: the variable {keys_env} is not set")
+        return parse_keys(text, f"{section}.keys_env: {keys_env}", use=use)
     if keys_file is None:
-        raise KeysError("codec: set keys_env or keys_file")
+        raise KeysError(f"{section}: set keys_env or keys_file")
     try:
         text = keys_file.read_text(encoding="utf-8")
     except OSError as exc:
-        raise KeysError(f"codec.keys_file: {keys_file}: {exc.strerror or exc}") from None
+        raise KeysError(f"{section}.keys_file: {keys_file}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
-        raise KeysError(f"codec.keys_file: {keys_file}: not UTF-8 text") from None
-    return parse_keys(text, f"codec.keys_file: {keys_file}")
+        raise KeysError(f"{section}.keys_file: {keys_file}: not UTF-8 text") from None
+    return parse_keys(text, f"{section}.keys_file: {keys_file}", use=use)
 
 
 def new_key_line(key_id: str, key: bytes) -> str:
