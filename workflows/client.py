@@ -252,6 +252,15 @@ class ToolCallClient:
         """Start a call and wait for its result."""
         return await (await self.start(request, workflow_id=workflow_id)).result()
 
+    async def cancel(self, workflow_id: str) -> None:
+        """Ask the call to stop: it ends ``canceled``, a running process with its whole group
+        killed (the partial output kept). A call that has ended is left as it is."""
+        try:
+            await self.handle(workflow_id).cancel()
+        except RPCError as exc:
+            if exc.status is not RPCStatusCode.NOT_FOUND:
+                raise
+
     async def pending(self, *, limit: int = 100) -> list[PendingCall]:
         """Calls waiting for an approval or an answer, newest first; no worker needed."""
         found = []
