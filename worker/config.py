@@ -32,6 +32,7 @@ from activities.catalog import (
 from activities.families import BUILTIN_FAMILIES
 from activities.family import AnyFamily, Deployment, Family, FamilySettings, needs
 from activities.notifications import NotificationsSettings
+from worker.mcp.settings import McpSection
 from worker.payloads.settings import CodecSection, PayloadsSection
 from workflows import policy
 from workflows.approvers import ApproversSettings
@@ -169,6 +170,8 @@ class BaseConfig(_Section):
     # history (worker/payloads/settings.py).
     codec: CodecSection = Field(default_factory=CodecSection)
     payloads: PayloadsSection = Field(default_factory=PayloadsSection)
+    # The MCP front, ``toolcalls mcp`` (worker/mcp/settings.py).
+    mcp: McpSection = Field(default_factory=McpSection)
 
     @field_validator("log_level")
     @classmethod
