@@ -1,0 +1,108 @@
+"""``toolcalls mcp --http``: streamable HTTP with the SDK's client, behind the bearer token."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+from mcp import ClientSession, MCPError
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from temporalio.client import Client
+
+from tests.worker.mcp.support import Deployment, Recorder, accept, text_of, workflow_of
+from tests.worker.support import Spawn, free_port, hermetic_env
+from workflows.tool_call import ToolCallWorkflow
+
+TOKEN = "mcp-test-token-0123456789abcdef"
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "0"},
+    },
+}
+
+
+@pytest.fixture
+def url(spawn: Spawn, tmp_path: Path, address: str, deployment: Deployment) -> str:
+    """A ``toolcalls mcp --http`` process for the deployment; its endpoint."""
+    port = free_port()
+    server = spawn(
+        *("mcp", "--http", f"127.0.0.1:{port}", "--config", str(deployment.path)),
+        *("--address", address),
+        env=hermetic_env(tmp_path, TOOLCALLS_MCP_TOKEN=TOKEN),
+    )
+    line = server.wait_for_line("MCP server at")
+    assert line.strip() == f"MCP server at http://127.0.0.1:{port}/mcp (6 tools)"
+    return f"http://127.0.0.1:{port}/mcp"
+
+
+@asynccontextmanager
+async def http_session(
+    url: str, token: str = TOKEN, recorder: Recorder | None = None
+) -> AsyncIterator[ClientSession]:
+    headers = {"Authorization": f"Bearer {token}"}
+    elicit = recorder.elicit if recorder is not None and recorder.answer else None
+    async with (
+        create_mcp_http_client(headers=headers) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write, elicitation_callback=elicit) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+async def test_calls_over_http_with_the_token(url: str, worker: None, client: Client) -> None:
+    recorder = Recorder(accept({"answer": "over http"}))
+    async with http_session(url, recorder=recorder) as mcp:
+        listed = await mcp.list_tools()
+        sum_ = await mcp.call_tool("calculator", {"expression": "6 * 7"})
+        asked = await mcp.call_tool("ask_user", {"question": "Over what?", "options": None})
+    assert "calculator" in [tool.name for tool in listed.tools]
+    assert sum_.structured_content == {"expression": "6 * 7", "result": 42}
+    assert not asked.is_error, text_of(asked)
+    assert asked.structured_content is not None
+    assert asked.structured_content["answer"] == "over http"
+    recorded = await client.get_workflow_handle_for(
+        ToolCallWorkflow.run, workflow_of(sum_)
+    ).result()
+    assert recorded.output == sum_.structured_content
+
+
+async def test_requests_without_the_token_are_refused(url: str, worker: None) -> None:
+    async with httpx.AsyncClient() as http:
+        missing = await http.post(url, json=INITIALIZE)
+        wrong = await http.post(url, json=INITIALIZE, headers={"Authorization": "Bearer nope"})
+        basic = await http.post(url, json=INITIALIZE, headers={"Authorization": f"Basic {TOKEN}"})
+    assert (missing.status_code, missing.json()) == (401, {"error": "missing bearer token"})
+    assert missing.headers["www-authenticate"].startswith("Bearer")
+    assert (wrong.status_code, wrong.json()) == (403, {"error": "token not accepted"})
+    assert basic.status_code == 401
+    assert "mcp-session-id" not in missing.headers
+    with pytest.raises(ExceptionGroup) as failed:
+        async with http_session(url, token="another-token-0123456789"):
+            pass
+    assert failed.group_contains(MCPError, match="Server returned an error response")
+
+
+async def test_http_needs_its_token_variable(
+    spawn: Spawn, tmp_path: Path, address: str, deployment: Deployment
+) -> None:
+    server = spawn(
+        *("mcp", "--http", f"127.0.0.1:{free_port()}", "--config", str(deployment.path)),
+        *("--address", address),
+    )
+    code = await asyncio.to_thread(server.finish, 30)
+    assert code == 2
+    assert "".join(server.stderr).strip() == (
+        "toolcalls: mcp.token_env: toolcalls mcp --http needs a bearer token in the variable "
+        "TOOLCALLS_MCP_TOKEN"
+    )

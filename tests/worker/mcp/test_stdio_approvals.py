@@ -1,0 +1,104 @@
+"""Writes that need approval through ``toolcalls mcp`` over stdio: decided from the CLI while the
+MCP call waits, or in the client itself when the deployment allows it."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import mcp_types as types
+from temporalio.client import Client
+
+from tests.worker.mcp.conftest import Open
+from tests.worker.mcp.support import USER, Deployment, Recorder, accept, text_of, workflow_of
+from tests.worker.support import command
+from workflows.models import CallStatus
+from workflows.tool_call import ToolCallWorkflow
+
+SET = ("set_value", {"key": "colour", "value": '"blue"'})
+
+
+async def test_approved_from_the_cli_while_the_call_waits(
+    session: Open, worker: None, tmp_path: Path, address: str, client: Client
+) -> None:
+    recorder = Recorder()
+    async with session() as mcp:
+        call = asyncio.ensure_future(mcp.call_tool(*SET, progress_callback=recorder.on_progress))
+        workflow_id = await recorder.workflow_id()
+        approved = await command(tmp_path, address, "approve", workflow_id, "--by", "alice")
+        assert approved.code == 0, approved.stderr
+        result = await asyncio.wait_for(call, 60)
+    assert not result.is_error, text_of(result)
+    assert result.structured_content is not None
+    assert (result.structured_content["key"], result.structured_content["created"]) == (
+        "colour",
+        True,
+    )
+    waiting = [m for m in recorder.progress if m.startswith("waiting for approval")]
+    link = f"http://localhost:8233/namespaces/default/workflows/{workflow_id}"
+    assert waiting[0] == (
+        f"waiting for approval by anyone; decide at {link} or: toolcalls approve {workflow_id}"
+    )
+    handle = client.get_workflow_handle_for(ToolCallWorkflow.run, workflow_id)
+    recorded = await handle.result()
+    assert recorded.approval is not None
+    assert recorded.approval.approver == "alice"
+
+
+async def test_denied_from_the_cli_gives_the_typed_error(
+    session: Open, worker: None, tmp_path: Path, address: str
+) -> None:
+    recorder = Recorder()
+    async with session() as mcp:
+        call = asyncio.ensure_future(mcp.call_tool(*SET, progress_callback=recorder.on_progress))
+        workflow_id = await recorder.workflow_id()
+        denied = await command(
+            tmp_path, address, "deny", workflow_id, "--by", "alice", "--reason", "not now"
+        )
+        assert denied.code == 0, denied.stderr
+        result = await asyncio.wait_for(call, 60)
+    assert result.is_error
+    assert result.structured_content is not None
+    assert result.structured_content["status"] == "denied"
+    error = result.structured_content["error"]
+    assert error["code"] == "approval_denied"
+    assert "not now" in error["message"]
+    assert text_of(result).startswith(f"denied: approval_denied: {error['message']}")
+
+
+async def test_approved_through_elicitation_when_the_deployment_allows_it(
+    session: Open, worker: None, deployment: Deployment, client: Client
+) -> None:
+    deployment.write("approve_via_elicitation = true")
+    recorder = Recorder(accept({"decision": "approve", "reason": "fine by me"}))
+    async with session(recorder) as mcp:
+        result = await mcp.call_tool(*SET, progress_callback=recorder.on_progress)
+    assert not result.is_error, text_of(result)
+    [form] = recorder.forms
+    assert isinstance(form, types.ElicitRequestFormParams)
+    assert form.message.startswith("Approve this set_value call?")
+    assert '"key": "colour"' in form.message
+    assert "capabilities: storage.write" in form.message
+    assert form.requested_schema["required"] == ["decision"]
+    handle = client.get_workflow_handle_for(ToolCallWorkflow.run, workflow_of(result))
+    recorded = await handle.result()
+    assert recorded.status is CallStatus.COMPLETED
+    assert recorded.approval is not None
+    assert (recorded.approval.approver, recorded.approval.reason) == (USER, "fine by me")
+
+
+async def test_not_asked_in_the_client_when_the_deployment_does_not_allow_it(
+    session: Open, worker: None, tmp_path: Path, address: str
+) -> None:
+    recorder = Recorder(accept({"decision": "approve"}))
+    async with session(recorder) as mcp:
+        call = asyncio.ensure_future(mcp.call_tool(*SET, progress_callback=recorder.on_progress))
+        workflow_id = await recorder.workflow_id()
+        await asyncio.sleep(2)  # several status polls: none may ask
+        assert recorder.forms == []
+        assert not call.done()
+        approved = await command(tmp_path, address, "approve", workflow_id, "--by", "alice")
+        assert approved.code == 0, approved.stderr
+        result = await asyncio.wait_for(call, 60)
+    assert not result.is_error
+    assert recorder.forms == []

@@ -1,0 +1,193 @@
+"""Following a call while an MCP request waits for it: progress, and asking through the client.
+
+The follower reads the call's state (``ToolCallClient.status``) about once a second, then every
+``SLOW_POLL_SECONDS`` once a phase has lasted a minute. It sends a progress notification when
+the phase changes and every ``KEEPALIVE_SECONDS`` while it lasts (clients that reset their
+request timeout on progress keep waiting), and only when the client asked for progress. When the
+call waits for the user's answer, or for an approval the MCP user may give, it asks through the
+client's elicitation (``worker.mcp.elicit``) in a task of its own, so progress goes on while the
+form is open; a form whose request was settled elsewhere (the inbox, the CLI) is withdrawn.
+
+Nothing here decides the call: an answer or a decision goes to the workflow through
+``ToolCallClient``, whose update validator has the last word.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp_types as types
+
+from worker.mcp.elicit import (
+    approval_form,
+    approval_verdict,
+    may_decide,
+    question_answer,
+    question_form,
+    supports_forms,
+)
+from worker.mcp.front import Front
+from workflows.client import CallView, Delivery, Outcome
+from workflows.models import ApprovalDecision, ApprovalRequest, Phase, UserQuestion
+
+POLL_SECONDS = 1.0
+SLOW_POLL_SECONDS = 5.0
+SLOW_AFTER_SECONDS = 60.0
+"""A phase that lasted this long is read every ``SLOW_POLL_SECONDS``."""
+KEEPALIVE_SECONDS = 15.0
+
+log = logging.getLogger("toolcalls.mcp")
+
+
+def progress_text(front: Front, view: CallView) -> str:
+    """What the user reads while the call waits: its phase and where to act on it."""
+    state = view.state
+    if state.result is not None:
+        return f"{state.tool}: {state.result.status.value}"
+    workflow_id = state.workflow_id
+    approval = state.pending_approval
+    if state.phase is Phase.AWAITING_APPROVAL and approval is not None:
+        who = ", ".join(approval.approvers_shown or approval.approvers or []) or "anyone"
+        text = f"waiting for approval by {who}"
+        if approval.min_approvals > 1:
+            text += f" ({len(approval.approved_by)} of {approval.min_approvals} approved)"
+        text += f"; decide at {front.decide_at(workflow_id)} or: toolcalls approve {workflow_id}"
+    elif state.phase is Phase.AWAITING_ANSWER:
+        text = (
+            f"waiting for the user's answer; answer at {front.decide_at(workflow_id)} or: "
+            f"toolcalls answer {workflow_id} TEXT"
+        )
+    elif state.phase is Phase.PREPARING:
+        text = f"{state.tool}: preparing the preview for approval"
+    else:
+        text = f"{state.tool}: {state.phase.value.replace('_', ' ')}"
+    if view.running and not view.live:
+        text += "; no toolcalls worker is serving it"
+    return text
+
+
+class Follower:
+    """Follows one call for one ``tools/call`` request (see the module docstring)."""
+
+    def __init__(self, front: Front, ctx: Any, workflow_id: str) -> None:
+        self.front = front
+        self.ctx = ctx
+        self.workflow_id = workflow_id
+        self.forms = supports_forms(ctx.session)
+        self.progress = 0
+        self.asked: set[str] = set()
+        """Request ids (approval or question) asked about once already: never asked again."""
+        self.open: dict[str, anyio.CancelScope] = {}
+
+    async def run(self) -> None:
+        """Follow until cancelled (the request's result arrived, or the request went away)."""
+        last_text: str | None = None
+        last_sent = phase_since = 0.0
+        last_phase: Phase | None = None
+        async with anyio.create_task_group() as forms:
+            while True:
+                view = await self._view()
+                now = time.monotonic()
+                if view is not None:
+                    if view.state.phase is not last_phase:
+                        last_phase, phase_since = view.state.phase, now
+                    text = progress_text(self.front, view)
+                    if text != last_text or now - last_sent >= KEEPALIVE_SECONDS:
+                        await self._report(text)
+                        last_text, last_sent = text, now
+                    self._ask(view, forms)
+                slow = now - phase_since >= SLOW_AFTER_SECONDS
+                await anyio.sleep(SLOW_POLL_SECONDS if slow else POLL_SECONDS)
+
+    async def _view(self) -> CallView | None:
+        try:
+            return await self.front.calls.status(self.workflow_id)
+        except Exception as exc:  # a passing Temporal error: the wait goes on
+            log.debug("status of %s: %s", self.workflow_id, exc)
+            return None
+
+    async def _report(self, text: str) -> None:
+        self.progress += 1
+        try:
+            await self.ctx.session.report_progress(self.progress, None, text)
+        except Exception as exc:  # the client went away: the call goes on in Temporal
+            log.debug("progress for %s not sent: %s", self.workflow_id, exc)
+
+    def _ask(self, view: CallView, forms: anyio.abc.TaskGroup) -> None:
+        state = view.state
+        waiting = {
+            pending.request_id
+            for pending in (state.pending_approval, state.pending_question)
+            if pending is not None
+        }
+        for request_id in [rid for rid in self.open if rid not in waiting]:
+            # Settled elsewhere (or expired): withdraw the form.
+            self.open.pop(request_id).cancel()
+        if not self.forms or not view.running:
+            return
+        question, approval = state.pending_question, state.pending_approval
+        if question is not None and question.request_id not in self.asked:
+            self._start(forms, question.request_id, self._answer, question)
+        elif (
+            approval is not None
+            and self.front.approve_via_elicitation
+            and approval.request_id not in self.asked
+            and may_decide(self.front.identity, approval)
+        ):
+            self._start(forms, approval.request_id, self._decide, approval)
+
+    def _start(
+        self, forms: anyio.abc.TaskGroup, request_id: str, ask: Any, pending: object
+    ) -> None:
+        self.asked.add(request_id)
+        scope = anyio.CancelScope()
+        self.open[request_id] = scope
+
+        async def asking() -> None:
+            with scope:
+                try:
+                    await ask(pending)
+                except Exception as exc:  # the client refused the form or went away
+                    log.info("%s: elicitation failed: %s", self.workflow_id, exc)
+            self.open.pop(request_id, None)
+
+        forms.start_soon(asking)
+
+    async def _elicit(self, message: str, schema: dict[str, Any]) -> types.ElicitResult:
+        result: types.ElicitResult = await self.ctx.session.elicit_form(
+            message, schema, related_request_id=self.ctx.request_id
+        )
+        return result
+
+    async def _answer(self, question: UserQuestion) -> None:
+        result = await self._elicit(*question_form(question))
+        text = question_answer(result)
+        outcome = await self.front.calls.answer(
+            self.workflow_id, text, responder=self.front.identity
+        )
+        await self._delivered("answer", outcome)
+
+    async def _decide(self, approval: ApprovalRequest) -> None:
+        verdict = approval_verdict(await self._elicit(*approval_form(approval)))
+        if verdict.approved is None:
+            await self._report("the approval form was dismissed; the call still waits")
+            return
+        decision = ApprovalDecision(
+            request_id=approval.request_id,
+            digest=approval.digest,
+            approved=verdict.approved,
+            approver=self.front.identity,
+            reason=verdict.reason,
+        )
+        outcome = await self.front.calls.decide(self.workflow_id, decision)
+        await self._delivered("approval" if verdict.approved else "denial", outcome)
+
+    async def _delivered(self, what: str, outcome: Outcome) -> None:
+        if outcome.delivery is Delivery.REJECTED:
+            await self._report(f"the {what} was not accepted: {outcome.reason}")
+        elif outcome.delivery is Delivery.QUEUED:
+            await self._report(f"the {what} is queued until a toolcalls worker serves the call")
