@@ -21,6 +21,7 @@ TOOLS = ["calculator", "current_datetime", "ask_user", "run_shell", "get_value",
 USER = "mcp-tester"
 """The ``[mcp] user`` of the test deployments: who answers and decides through the client."""
 APPROVE_AT = re.compile(r"toolcalls approve (\S+)")
+ANSWER_AT = re.compile(r"toolcalls answer (\S+) TEXT")
 
 Elicit = Callable[[types.ElicitRequestParams], Awaitable[types.ElicitResult]]
 
@@ -93,13 +94,20 @@ class Recorder:
 
     async def workflow_id(self, timeout: float = 30) -> str:
         """The workflow id the progress names once the call waits for approval."""
+        return await self._named(APPROVE_AT, timeout)
+
+    async def waiting_for_answer(self, timeout: float = 30) -> str:
+        """The workflow id the progress names once the call waits for an answer."""
+        return await self._named(ANSWER_AT, timeout)
+
+    async def _named(self, pattern: re.Pattern[str], timeout: float) -> str:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for message in self.progress:
-                if match := APPROVE_AT.search(message):
+                if match := pattern.search(message):
                     return match.group(1)
             await asyncio.sleep(0.1)
-        raise AssertionError(f"no approval wait reported: {self.progress}")
+        raise AssertionError(f"no {pattern.pattern!r} in the progress: {self.progress}")
 
 
 def accept(content: dict[str, Any]) -> Elicit:

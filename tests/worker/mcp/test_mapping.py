@@ -10,6 +10,8 @@ from jsonschema.validators import validator_for
 from mcp.shared.exceptions import MCPError
 
 from activities.families import BUILTIN_TOOLS
+from worker.arguments import default_approver
+from worker.config import ConfigError, parse_config
 from worker.mcp.elicit import (
     DECLINED_REASON,
     Verdict,
@@ -20,6 +22,7 @@ from worker.mcp.elicit import (
 )
 from worker.mcp.front import IDEMPOTENCY_KEY, MAX_KEY_CHARS, call_workflow_id
 from worker.mcp.results import call_result
+from worker.mcp.server import identity
 from worker.mcp.tools import output_schema, tool_annotations
 from workflows.models import (
     ApprovalRequest,
@@ -210,3 +213,14 @@ def test_only_an_allowed_approver_who_has_not_approved_yet_is_asked() -> None:
     assert may_decide("ann", approval(approvers=["ann", "bob"]))
     assert not may_decide("eve", approval(approvers=["ann", "bob"]))
     assert not may_decide("ann", approval(approvers=["ann", "bob"], approved_by=["ann"]))
+
+
+def test_the_mcp_user_comes_from_the_configuration_never_the_client() -> None:
+    named = parse_config({"mcp": {"user": "alice", "approve_via_elicitation": True}})
+    assert identity(named, http=True) == identity(named, http=False) == "alice"
+    unnamed = parse_config({})
+    assert identity(unnamed, http=False) == default_approver()
+    assert identity(unnamed, http=True) == ""
+    approving = parse_config({"mcp": {"approve_via_elicitation": True}})
+    with pytest.raises(ConfigError, match=r"mcp\.user: approve_via_elicitation over HTTP needs"):
+        identity(approving, http=True)

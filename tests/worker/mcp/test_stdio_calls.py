@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from pathlib import Path
 
+import mcp
 from temporalio.client import Client
 
 from tests.worker.mcp.conftest import Open
-from tests.worker.mcp.support import TOOLS, Deployment, Recorder, text_of, workflow_of
+from tests.worker.mcp.support import TOOLS, Deployment, Recorder, accept, text_of, workflow_of
+from tests.worker.support import TOOLCALLS, command, hermetic_env
 from worker.config import build_catalog, load_config
 from workflows.tool_call import ToolCallWorkflow
 
@@ -62,3 +66,35 @@ async def test_calls_the_calculator(session: Open, worker: None, client: Client)
     assert workflow_id.startswith("mcp-")
     recorded = await client.get_workflow_handle_for(ToolCallWorkflow.run, workflow_id).result()
     assert recorded.output == result.structured_content
+
+
+async def test_a_client_on_the_2026_protocol_calls_and_is_told_where_to_answer(
+    tmp_path: Path, address: str, deployment: Deployment, worker: None
+) -> None:
+    # The 2026-07-28 protocol lets no server send requests to the client, so the question is
+    # not elicited: the progress says where to answer it instead.
+    recorder = Recorder(accept({"answer": "never asked"}))
+    server = mcp.StdioServerParameters(
+        command=TOOLCALLS,
+        args=["mcp", "--config", str(deployment.path), "--address", address],
+        env=hermetic_env(tmp_path),
+        cwd=tmp_path,
+    )
+    async with mcp.Client(server, elicitation_callback=recorder.elicit) as modern:
+        assert modern.protocol_version == "2026-07-28"
+        product = await modern.call_tool("calculator", {"expression": "6 * 7"})
+        asking = asyncio.ensure_future(
+            modern.call_tool(
+                "ask_user",
+                {"question": "Why?", "options": None},
+                progress_callback=recorder.on_progress,
+            )
+        )
+        workflow_id = await recorder.waiting_for_answer()
+        answered = await command(tmp_path, address, "answer", workflow_id, "because")
+        assert answered.code == 0, answered.stderr
+        asked = await asyncio.wait_for(asking, 60)
+    assert product.structured_content == {"expression": "6 * 7", "result": 42}
+    assert asked.structured_content is not None
+    assert asked.structured_content["answer"] == "because"
+    assert recorder.forms == []

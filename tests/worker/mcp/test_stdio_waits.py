@@ -139,7 +139,8 @@ async def test_a_client_that_disconnects_gets_the_result_with_its_key_later(
         )
         workflow_id = await recorder.workflow_id()
     # The client and its server process are gone; the call waits on in Temporal.
-    assert waiting.done()
+    with pytest.raises(MCPError, match="Connection closed"):
+        waiting.result()
     approved = await command(tmp_path, address, "approve", workflow_id, "--by", "alice")
     assert approved.code == 0, approved.stderr
     async with session() as mcp:
