@@ -6,7 +6,8 @@ the phase changes and every ``KEEPALIVE_SECONDS`` while it lasts (clients that r
 request timeout on progress keep waiting), and only when the client asked for progress. When the
 call waits for the user's answer, or for an approval the MCP user may give, it asks through the
 client's elicitation (``worker.mcp.elicit``) in a task of its own, so progress goes on while the
-form is open; a form whose request was settled elsewhere (the inbox, the CLI) is withdrawn.
+form is open; a form whose request was settled elsewhere (the inbox, the CLI) is withdrawn. A
+request that asked for no progress, from a client that takes no forms, is not followed at all.
 
 Nothing here decides the call: an answer or a decision goes to the workflow through
 ``ToolCallClient``, whose update validator has the last word.
@@ -78,6 +79,7 @@ class Follower:
         self.ctx = ctx
         self.workflow_id = workflow_id
         self.forms = supports_forms(ctx.session)
+        self.wants_progress = bool(ctx.meta and ctx.meta.get("progress_token") is not None)
         self.progress = 0
         self.asked: set[str] = set()
         """Request ids (approval or question) asked about once already: never asked again."""
@@ -85,6 +87,8 @@ class Follower:
 
     async def run(self) -> None:
         """Follow until cancelled (the request's result arrived, or the request went away)."""
+        if not (self.wants_progress or self.forms):
+            return  # nothing to tell the client, nothing to ask it: no status reads
         last_text: str | None = None
         last_sent = phase_since = 0.0
         last_phase: Phase | None = None

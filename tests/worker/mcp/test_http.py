@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -106,3 +108,52 @@ async def test_http_needs_its_token_variable(
         "toolcalls: mcp.token_env: toolcalls mcp --http needs a bearer token in the variable "
         "TOOLCALLS_MCP_TOKEN"
     )
+
+
+async def test_the_same_request_of_the_same_session_is_the_same_call(
+    url: str, worker: None, client: Client
+) -> None:
+    headers = {
+        "Authorization": f"Bearer {TOKEN}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    call = {
+        "jsonrpc": "2.0",
+        "id": 5,
+        "method": "tools/call",
+        "params": {"name": "calculator", "arguments": {"expression": "2 ** 10"}},
+    }
+    async with httpx.AsyncClient(headers=headers, timeout=60) as http:
+        opened = await http.post(url, json=INITIALIZE)
+        assert opened.status_code == 200, opened.text
+        session = {"mcp-session-id": opened.headers["mcp-session-id"]}
+        done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await http.post(url, json=done, headers=session)).status_code == 202
+        first, again = [
+            sse_result(await http.post(url, json=call, headers=session)) for _ in range(2)
+        ]
+        other = await http.post(url, json={**call, "id": 6}, headers=session)
+    assert first == again
+    assert first["structuredContent"] == {"expression": "2 ** 10", "result": 1024}
+    workflow_id = first["_meta"]["toolcalls/workflow_id"]
+    assert sse_result(other)["_meta"]["toolcalls/workflow_id"] != workflow_id
+    handle = client.get_workflow_handle_for(ToolCallWorkflow.run, workflow_id)
+    assert (await handle.result()).output == first["structuredContent"]
+
+
+def sse_result(response: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC result in a streamable HTTP response (an SSE stream or plain JSON)."""
+    assert response.status_code == 200, response.text
+    if response.headers["content-type"].startswith("application/json"):
+        messages = [response.json()]
+    else:
+        messages = [
+            json.loads(line.removeprefix("data:"))
+            for line in response.text.splitlines()
+            if line.startswith("data:") and line.removeprefix("data:").strip()
+        ]
+    [found] = [message for message in messages if "result" in message or "error" in message]
+    assert "result" in found, found
+    result: dict[str, Any] = found["result"]
+    return result
