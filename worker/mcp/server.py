@@ -89,11 +89,7 @@ def identity(config: Config, http: bool) -> str:
 async def run(config: Config, args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """``toolcalls mcp``: serve until the client leaves (stdio) or SIGINT/SIGTERM."""
     http = args.http is not None
-    listen = args.http or config.mcp.listen
-    try:
-        address = split_listen(listen)
-    except ConfigError:
-        raise ConfigError(f"mcp: --http {listen!r} is not HOST:PORT") from None
+    address = _address(args.http or config.mcp.listen) if http else None
     token = token_from(environ, config.mcp.token_env) if http else None
     who = identity(config, http)
     catalog = build_catalog(config)
@@ -108,11 +104,18 @@ async def run(config: Config, args: argparse.Namespace, environ: Mapping[str, st
         stdio=not http,
     )
     server = build_server(front)
-    if token is not None:
+    if address is not None and token is not None:
         await _serve_http(server, address, token, catalog)
     else:
         await _serve_stdio(server)
     return EXIT_OK
+
+
+def _address(listen: str) -> tuple[str, int]:
+    try:
+        return split_listen(listen)
+    except ConfigError:
+        raise ConfigError(f"mcp: {listen!r} is not HOST:PORT (--http, [mcp] listen)") from None
 
 
 async def _check_worker(calls: ToolCallClient) -> None:

@@ -157,3 +157,16 @@ def sse_result(response: httpx.Response) -> dict[str, Any]:
     assert "result" in found, found
     result: dict[str, Any] = found["result"]
     return result
+
+
+async def test_a_listen_address_that_is_not_host_port_is_a_usage_error(
+    spawn: Spawn, tmp_path: Path, address: str, deployment: Deployment
+) -> None:
+    server = spawn(
+        *("mcp", "--http", "localhost", "--config", str(deployment.path), "--address", address),
+        env=hermetic_env(tmp_path, TOOLCALLS_MCP_TOKEN=TOKEN),
+    )
+    assert await asyncio.to_thread(server.finish, 30) == 2
+    assert "".join(server.stderr).strip() == (
+        "toolcalls: mcp: 'localhost' is not HOST:PORT (--http, [mcp] listen)"
+    )
