@@ -1,7 +1,9 @@
 """``tools/call``: start (or join) the call's ``ToolCallWorkflow`` and wait for its result.
 
 The request names its call (``worker.mcp.front``), so a retried request never starts a second
-one. While the call runs or waits, a ``Follower`` reports progress and asks through the client.
+one. While the call runs or waits, a ``Follower`` reports progress and asks through the client;
+on 2026-07-28 a form ends the request with ``input_required`` and the client's retry, carrying
+the user's response, continues the same call (``worker.mcp.rounds``).
 What becomes of the request does not decide the call, with one exception:
 
 - an MCP cancellation (``notifications/cancelled``) cancels the workflow: a running process is
@@ -24,9 +26,11 @@ from mcp.shared.exceptions import MCPError
 from temporalio.client import WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
 
+from worker.mcp.elicit import Form
 from worker.mcp.follow import Follower
 from worker.mcp.front import Front
 from worker.mcp.results import call_result, tool_error
+from worker.mcp.rounds import input_required, resume
 from workflows.client import CallConflict, PayloadTooLarge, Started
 from workflows.models import ErrorCode, ToolCallRequest, ToolCallResult
 
@@ -38,7 +42,7 @@ log = logging.getLogger("toolcalls.mcp")
 
 async def call_tool(
     front: Front, ctx: Any, params: types.CallToolRequestParams
-) -> types.CallToolResult:
+) -> types.CallToolResult | types.InputRequiredResult:
     """Run one ``tools/call`` (see the module docstring).
 
     Raises:
@@ -51,7 +55,11 @@ async def call_tool(
             code=types.INVALID_PARAMS,
             message=f"unknown tool {params.name!r}; available: {available}",
         )
-    workflow_id = front.workflow_id(ctx.meta, front.session_of(ctx.request), ctx.request_id)
+    resumed = await resume(front, params)
+    if resumed is not None:  # a retry carrying the user's response to a form (2026-07-28)
+        workflow_id = resumed.workflow_id
+    else:
+        workflow_id = front.workflow_id(ctx.meta, front.session_of(ctx.request), ctx.request_id)
     metadata = dict(META_FRONT)
     if front.identity:
         metadata["mcp_user"] = front.identity
@@ -68,14 +76,17 @@ async def call_tool(
         return started
     if started.existing:
         log.info("%s: joined the existing call (%s)", workflow_id, params.name)
+    follower = Follower(front, ctx, workflow_id, resumed.asked if resumed else ())
     try:
-        outcome = await _wait(front, ctx, started)
+        outcome = await _wait(follower, started)
     except anyio.get_cancelled_exc_class():
         if peer_cancelled(ctx):
             log.info("%s: canceled by the client", workflow_id)
             with anyio.CancelScope(shield=True):
                 await front.calls.cancel(workflow_id)
         raise
+    if isinstance(outcome, Form):
+        return input_required(workflow_id, outcome, follower.asked)
     if isinstance(outcome, str):
         return tool_error(ErrorCode.INTERNAL, outcome, workflow_id=workflow_id)
     return call_result(outcome)
@@ -101,16 +112,32 @@ async def _start(
     return await calls.start_or_join(request, workflow_id=workflow_id)
 
 
-async def _wait(front: Front, ctx: Any, started: Started) -> ToolCallResult | str:
-    """The call's result (or why there is none), following it meanwhile."""
-    follower = Follower(front, ctx, started.handle.id)
-    async with anyio.create_task_group() as following:
-        following.start_soon(follower.run)
-        try:
-            outcome: ToolCallResult | str = await started.handle.result()
-        except WorkflowFailureError as exc:
-            outcome = f"{started.handle.id}: the call ended without a result: {exc.cause or exc}"
-        following.cancel_scope.cancel()
+async def _wait(follower: Follower, started: Started) -> ToolCallResult | str | Form:
+    """The call's result (or why there is none), following it meanwhile; or the form the
+    follower must hand back to the client first."""
+    outcome: ToolCallResult | str | None = None
+    async with anyio.create_task_group() as waiting:
+
+        async def result() -> None:
+            nonlocal outcome
+            try:
+                outcome = await started.handle.result()
+            except WorkflowFailureError as exc:
+                outcome = (
+                    f"{started.handle.id}: the call ended without a result: {exc.cause or exc}"
+                )
+            waiting.cancel_scope.cancel()
+
+        async def follow() -> None:
+            await follower.run()
+            if follower.needed is not None:
+                waiting.cancel_scope.cancel()
+
+        waiting.start_soon(result)
+        waiting.start_soon(follow)
+    if outcome is None:
+        assert follower.needed is not None
+        return follower.needed
     return outcome
 
 

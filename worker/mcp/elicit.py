@@ -14,7 +14,7 @@ Two forms, both in MCP's flat form schema (strings and enums only):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import mcp_types as types
 
@@ -27,17 +27,34 @@ ARGUMENTS_CHARS = 2_000
 DECLINED_REASON = "declined in the MCP client"
 
 
-def supports_forms(session: Any) -> bool:
-    """Whether the client of ``session`` takes form elicitations on this request's channel.
+def takes_forms(session: Any) -> bool:
+    """Whether the client of ``session`` declared form elicitation.
 
-    A client that declares ``elicitation: {}`` (before modes existed) takes forms; on the
-    2026-07-28 protocol a server may not send requests to the client, so nothing is asked there.
+    A client that declares ``elicitation: {}`` (before modes existed) takes forms.
     """
     capabilities: types.ClientCapabilities | None = session.client_capabilities
     elicitation = capabilities.elicitation if capabilities is not None else None
-    if elicitation is None or not session.can_send_request:
-        return False
-    return elicitation.form is not None or elicitation.url is None
+    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+
+@dataclass(frozen=True)
+class Form:
+    """One form for the MCP user: a question or an approval, and the request it answers."""
+
+    kind: Literal["question", "approval"]
+    request_id: str
+    digest: str | None
+    """The approved call's digest (approvals): a decision binds to what the form showed."""
+    message: str
+    schema: dict[str, Any]
+
+    @classmethod
+    def of_question(cls, question: UserQuestion) -> Form:
+        return cls("question", question.request_id, None, *question_form(question))
+
+    @classmethod
+    def of_approval(cls, request: ApprovalRequest) -> Form:
+        return cls("approval", request.request_id, request.digest, *approval_form(request))
 
 
 def question_form(question: UserQuestion) -> tuple[str, dict[str, Any]]:

@@ -5,9 +5,12 @@ The follower reads the call's state (``ToolCallClient.status``) about once a sec
 the phase changes and every ``KEEPALIVE_SECONDS`` while it lasts (clients that reset their
 request timeout on progress keep waiting), and only when the client asked for progress. When the
 call waits for the user's answer, or for an approval the MCP user may give, it asks through the
-client's elicitation (``worker.mcp.elicit``) in a task of its own, so progress goes on while the
-form is open; a form whose request was settled elsewhere (the inbox, the CLI) is withdrawn. A
-request that asked for no progress, from a client that takes no forms, is not followed at all.
+client's elicitation (``worker.mcp.elicit``): on the handshake protocols as a request to the
+client, in a task of its own so progress goes on while the form is open, a form whose request was
+settled elsewhere (the inbox, the CLI) being withdrawn; on 2026-07-28, which lets no server send
+requests, by ending the wait with the form as the request's ``input_required`` result
+(``worker.mcp.rounds``). A request that asked for no progress, from a client that takes no
+forms, is not followed at all.
 
 Nothing here decides the call: an answer or a decision goes to the workflow through
 ``ToolCallClient``, whose update validator has the last word.
@@ -17,23 +20,17 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import anyio
 import anyio.abc
 import mcp_types as types
 
-from worker.mcp.elicit import (
-    approval_form,
-    approval_verdict,
-    may_decide,
-    question_answer,
-    question_form,
-    supports_forms,
-)
+from worker.mcp.elicit import Form, approval_verdict, may_decide, question_answer, takes_forms
 from worker.mcp.front import Front
-from workflows.client import CallView, Delivery, Outcome
-from workflows.models import ApprovalDecision, ApprovalRequest, Phase, UserQuestion
+from workflows.client import CallView, Delivery, NoPendingRequest, Outcome
+from workflows.models import ApprovalDecision, Phase
 
 POLL_SECONDS = 1.0
 SLOW_POLL_SECONDS = 5.0
@@ -74,26 +71,32 @@ def progress_text(front: Front, view: CallView) -> str:
 class Follower:
     """Follows one call for one ``tools/call`` request (see the module docstring)."""
 
-    def __init__(self, front: Front, ctx: Any, workflow_id: str) -> None:
+    def __init__(self, front: Front, ctx: Any, workflow_id: str, asked: Iterable[str] = ()) -> None:
         self.front = front
         self.ctx = ctx
         self.workflow_id = workflow_id
-        self.forms = supports_forms(ctx.session)
+        forms = takes_forms(ctx.session)
+        self.sends = forms and bool(ctx.session.can_send_request)
+        """Forms go to the client as elicitation requests (the handshake protocols)."""
+        self.returns = forms and not self.sends
+        """Forms go back as the request's ``input_required`` result (2026-07-28)."""
         self.wants_progress = bool(ctx.meta and ctx.meta.get("progress_token") is not None)
         self.progress = 0
-        self.asked: set[str] = set()
+        self.asked: set[str] = set(asked)
         """Request ids (approval or question) asked about once already: never asked again."""
         self.open: dict[str, anyio.CancelScope] = {}
+        self.needed: Form | None = None
+        """The form to return as ``input_required``; following ends once it is set."""
 
     async def run(self) -> None:
-        """Follow until cancelled (the request's result arrived, or the request went away)."""
-        if not (self.wants_progress or self.forms):
+        """Follow until cancelled, or until a form must go back as the request's result."""
+        if not (self.wants_progress or self.sends or self.returns):
             return  # nothing to tell the client, nothing to ask it: no status reads
         last_text: str | None = None
         last_sent = phase_since = 0.0
         last_phase: Phase | None = None
         async with anyio.create_task_group() as forms:
-            while True:
+            while self.needed is None:
                 view = await self._view()
                 now = time.monotonic()
                 if view is not None:
@@ -101,11 +104,12 @@ class Follower:
                         last_phase, phase_since = view.state.phase, now
                     text = progress_text(self.front, view)
                     if text != last_text or now - last_sent >= KEEPALIVE_SECONDS:
-                        await self._report(text)
+                        await self.report(text)
                         last_text, last_sent = text, now
                     self._ask(view, forms)
-                slow = now - phase_since >= SLOW_AFTER_SECONDS
-                await anyio.sleep(SLOW_POLL_SECONDS if slow else POLL_SECONDS)
+                if self.needed is None:
+                    slow = now - phase_since >= SLOW_AFTER_SECONDS
+                    await anyio.sleep(SLOW_POLL_SECONDS if slow else POLL_SECONDS)
 
     async def _view(self) -> CallView | None:
         try:
@@ -114,7 +118,8 @@ class Follower:
             log.debug("status of %s: %s", self.workflow_id, exc)
             return None
 
-    async def _report(self, text: str) -> None:
+    async def report(self, text: str) -> None:
+        """Send a progress notification, if the client asked for progress."""
         self.progress += 1
         try:
             await self.ctx.session.report_progress(self.progress, None, text)
@@ -131,67 +136,73 @@ class Follower:
         for request_id in [rid for rid in self.open if rid not in waiting]:
             # Settled elsewhere (or expired): withdraw the form.
             self.open.pop(request_id).cancel()
-        if not self.forms or not view.running:
+        if not (self.sends or self.returns) or not view.running:
             return
         question, approval = state.pending_question, state.pending_approval
+        form = None
         if question is not None and question.request_id not in self.asked:
-            self._start(forms, question.request_id, self._answer, question)
+            form = Form.of_question(question)
         elif (
             approval is not None
             and self.front.approve_via_elicitation
             and approval.request_id not in self.asked
             and may_decide(self.front.identity, approval)
         ):
-            self._start(forms, approval.request_id, self._decide, approval)
-
-    def _start(
-        self, forms: anyio.abc.TaskGroup, request_id: str, ask: Any, pending: object
-    ) -> None:
-        self.asked.add(request_id)
+            form = Form.of_approval(approval)
+        if form is None:
+            return
+        self.asked.add(form.request_id)
+        if self.returns:
+            self.needed = form
+            return
         scope = anyio.CancelScope()
-        self.open[request_id] = scope
+        self.open[form.request_id] = scope
 
         async def asking() -> None:
             with scope:
                 try:
-                    await ask(pending)
+                    result: types.ElicitResult = await self.ctx.session.elicit_form(
+                        form.message, form.schema, related_request_id=self.ctx.request_id
+                    )
+                    note = await deliver(self.front, self.workflow_id, form, result)
+                    if note:
+                        await self.report(note)
                 except Exception as exc:  # the client refused the form or went away
                     log.info("%s: elicitation failed: %s", self.workflow_id, exc)
-            self.open.pop(request_id, None)
+            self.open.pop(form.request_id, None)
 
         forms.start_soon(asking)
 
-    async def _elicit(self, message: str, schema: dict[str, Any]) -> types.ElicitResult:
-        result: types.ElicitResult = await self.ctx.session.elicit_form(
-            message, schema, related_request_id=self.ctx.request_id
-        )
-        return result
 
-    async def _answer(self, question: UserQuestion) -> None:
-        result = await self._elicit(*question_form(question))
-        text = question_answer(result)
-        outcome = await self.front.calls.answer(
-            self.workflow_id, text, responder=self.front.identity
-        )
-        await self._delivered("answer", outcome)
-
-    async def _decide(self, approval: ApprovalRequest) -> None:
-        verdict = approval_verdict(await self._elicit(*approval_form(approval)))
+async def deliver(
+    front: Front, workflow_id: str, form: Form, result: types.ElicitResult
+) -> str | None:
+    """Give the call what the MCP user answered on ``form``; a note for the progress, if any."""
+    try:
+        if form.kind == "question":
+            text = question_answer(result)
+            outcome = await front.calls.answer(workflow_id, text, responder=front.identity)
+            return _note("answer", outcome)
+        verdict = approval_verdict(result)
         if verdict.approved is None:
-            await self._report("the approval form was dismissed; the call still waits")
-            return
+            return "the approval form was dismissed; the call still waits"
+        assert form.digest is not None
         decision = ApprovalDecision(
-            request_id=approval.request_id,
-            digest=approval.digest,
+            request_id=form.request_id,
+            digest=form.digest,
             approved=verdict.approved,
-            approver=self.front.identity,
+            approver=front.identity,
             reason=verdict.reason,
         )
-        outcome = await self.front.calls.decide(self.workflow_id, decision)
-        await self._delivered("approval" if verdict.approved else "denial", outcome)
+        outcome = await front.calls.decide(workflow_id, decision)
+        return _note("approval" if verdict.approved else "denial", outcome)
+    except NoPendingRequest as exc:
+        return f"nothing was delivered: {exc}"
 
-    async def _delivered(self, what: str, outcome: Outcome) -> None:
-        if outcome.delivery is Delivery.REJECTED:
-            await self._report(f"the {what} was not accepted: {outcome.reason}")
-        elif outcome.delivery is Delivery.QUEUED:
-            await self._report(f"the {what} is queued until a toolcalls worker serves the call")
+
+def _note(what: str, outcome: Outcome) -> str | None:
+    if outcome.delivery is Delivery.REJECTED:
+        return f"the {what} was not accepted: {outcome.reason}"
+    if outcome.delivery is Delivery.QUEUED:
+        return f"the {what} is queued until a toolcalls worker serves the call"
+    return None

@@ -33,11 +33,13 @@ from worker.config import Config, ConfigError, build_catalog
 from worker.mcp.auth import BearerToken, token_from
 from worker.mcp.calls import call_tool
 from worker.mcp.front import IDEMPOTENCY_KEY, Front
+from worker.mcp.rounds import state_boundary
 from worker.payloads.server import split_listen
 from worker.run import stop_on_signals
 from workflows.client import ToolCallClient
 
 MCP_PATH = "/mcp"
+SERVER_NAME = "toolcalls"
 INSTRUCTIONS = (
     "Each tool call runs as a durable workflow under the deployment's policy: a call that needs "
     "a human approval waits for it (progress says who may decide and where), and a write runs "
@@ -56,16 +58,20 @@ def build_server(front: Front) -> Server:
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=front.tools)
 
-    async def call(ctx: object, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call(
+        ctx: object, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
         return await call_tool(front, ctx, params)
 
-    return Server(
-        "toolcalls",
+    server = Server(
+        SERVER_NAME,
         version=importlib.metadata.version("toolcalls"),
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call,
     )
+    server.middleware.append(state_boundary(SERVER_NAME))
+    return server
 
 
 def identity(config: Config, http: bool) -> str:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import mcp
+import mcp_types as types
 from temporalio.client import Client
 
 from tests.worker.mcp.conftest import Open
-from tests.worker.mcp.support import TOOLS, Deployment, Recorder, accept, text_of, workflow_of
+from tests.worker.mcp.support import TOOLS, USER, Deployment, Recorder, text_of, workflow_of
 from tests.worker.support import TOOLCALLS, command, hermetic_env
 from worker.config import build_catalog, load_config
 from workflows.tool_call import ToolCallWorkflow
@@ -68,21 +70,58 @@ async def test_calls_the_calculator(session: Open, worker: None, client: Client)
     assert recorded.output == result.structured_content
 
 
-async def test_a_client_on_the_2026_protocol_calls_and_is_told_where_to_answer(
-    tmp_path: Path, address: str, deployment: Deployment, worker: None
-) -> None:
-    # The 2026-07-28 protocol lets no server send requests to the client, so the question is
-    # not elicited: the progress says where to answer it instead.
-    recorder = Recorder(accept({"answer": "never asked"}))
+def modern_client(
+    tmp_path: Path, address: str, deployment: Deployment, **options: Any
+) -> mcp.Client:
+    """The SDK's ``Client`` in its default mode: it opens on the 2026-07-28 protocol."""
     server = mcp.StdioServerParameters(
         command=TOOLCALLS,
         args=["mcp", "--config", str(deployment.path), "--address", address],
         env=hermetic_env(tmp_path),
         cwd=tmp_path,
     )
-    async with mcp.Client(server, elicitation_callback=recorder.elicit) as modern:
+    return mcp.Client(server, **options)
+
+
+async def test_a_client_on_the_2026_protocol_is_asked_through_input_required_rounds(
+    tmp_path: Path, address: str, deployment: Deployment, worker: None, client: Client
+) -> None:
+    # That protocol lets no server send requests to the client: the form comes back as the
+    # request's input_required result, and the client's retry carries the answer.
+    deployment.write("approve_via_elicitation = true")
+
+    async def answer(params: types.ElicitRequestParams) -> types.ElicitResult:
+        if params.message.startswith("Approve"):
+            return types.ElicitResult(action="accept", content={"decision": "approve"})
+        return types.ElicitResult(action="accept", content={"answer": "because"})
+
+    recorder = Recorder(answer)
+    async with modern_client(
+        tmp_path, address, deployment, elicitation_callback=recorder.elicit
+    ) as modern:
         assert modern.protocol_version == "2026-07-28"
         product = await modern.call_tool("calculator", {"expression": "6 * 7"})
+        asked = await modern.call_tool("ask_user", {"question": "Why?", "options": None})
+        written = await modern.call_tool("set_value", {"key": "why", "value": '"because"'})
+    assert product.structured_content == {"expression": "6 * 7", "result": 42}
+    assert asked.structured_content is not None
+    assert asked.structured_content["answer"] == "because"
+    assert [form.message.splitlines()[0] for form in recorder.forms] == [
+        "Why?",
+        "Approve this set_value call?",
+    ]
+    assert not written.is_error, text_of(written)
+    handle = client.get_workflow_handle_for(ToolCallWorkflow.run, workflow_of(written))
+    recorded = await handle.result()
+    assert recorded.approval is not None
+    assert recorded.approval.approver == USER
+
+
+async def test_a_client_on_the_2026_protocol_without_forms_is_told_where_to_answer(
+    tmp_path: Path, address: str, deployment: Deployment, worker: None
+) -> None:
+    recorder = Recorder()
+    async with modern_client(tmp_path, address, deployment) as modern:
         asking = asyncio.ensure_future(
             modern.call_tool(
                 "ask_user",
@@ -94,7 +133,5 @@ async def test_a_client_on_the_2026_protocol_calls_and_is_told_where_to_answer(
         answered = await command(tmp_path, address, "answer", workflow_id, "because")
         assert answered.code == 0, answered.stderr
         asked = await asyncio.wait_for(asking, 60)
-    assert product.structured_content == {"expression": "6 * 7", "result": 42}
     assert asked.structured_content is not None
     assert asked.structured_content["answer"] == "because"
-    assert recorder.forms == []
