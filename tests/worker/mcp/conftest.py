@@ -6,8 +6,8 @@ Every session is the SDK's own ``ClientSession`` talking to a real ``toolcalls m
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +15,8 @@ import pytest
 from temporalio.client import Client
 
 from tests.support.harness import running_worker
-from tests.worker.mcp.support import Deployment, Recorder, stdio_session
+from tests.worker.mcp.support import Deployment, Open, Recorder, stdio_session
 from worker.config import load_config
-
-Open = Callable[..., AbstractAsyncContextManager[Any]]
 
 
 @pytest.fixture

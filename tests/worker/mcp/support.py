@@ -6,16 +6,18 @@ import asyncio
 import json
 import re
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import mcp_types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from tests.support.processes import SYSTEM_PATH
 from tests.worker.support import TOOLCALLS, hermetic_env
+from worker.mcp.front import IDEMPOTENCY_KEY
 
 TOOLS = ["calculator", "current_datetime", "ask_user", "run_shell", "get_value", "set_value"]
 USER = "mcp-tester"
@@ -24,6 +26,8 @@ APPROVE_AT = re.compile(r"toolcalls approve (\S+)")
 ANSWER_AT = re.compile(r"toolcalls answer (\S+) TEXT")
 
 Elicit = Callable[[types.ElicitRequestParams], Awaitable[types.ElicitResult]]
+Open = Callable[..., AbstractAsyncContextManager[ClientSession]]
+"""The ``session`` fixture: open an MCP session over stdio (optionally with a ``Recorder``)."""
 
 
 class Deployment:
@@ -117,6 +121,11 @@ def accept(content: dict[str, Any]) -> Elicit:
         return types.ElicitResult(action="accept", content=content)
 
     return answer
+
+
+def keyed(prefix: str) -> types.RequestParamsMeta:
+    """A request ``_meta`` with a fresh idempotency key."""
+    return cast(types.RequestParamsMeta, {IDEMPOTENCY_KEY: f"{prefix}-{uuid.uuid4()}"})
 
 
 def workflow_of(result: types.CallToolResult) -> str:

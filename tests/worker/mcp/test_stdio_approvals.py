@@ -9,8 +9,7 @@ from pathlib import Path
 import mcp_types as types
 from temporalio.client import Client
 
-from tests.worker.mcp.conftest import Open
-from tests.worker.mcp.support import USER, Deployment, Recorder, accept, text_of, workflow_of
+from tests.worker.mcp.support import USER, Deployment, Open, Recorder, accept, text_of, workflow_of
 from tests.worker.support import command
 from workflows.models import CallStatus
 from workflows.tool_call import ToolCallWorkflow

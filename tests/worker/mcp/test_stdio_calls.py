@@ -11,8 +11,7 @@ import mcp
 import mcp_types as types
 from temporalio.client import Client
 
-from tests.worker.mcp.conftest import Open
-from tests.worker.mcp.support import TOOLS, USER, Deployment, Recorder, text_of, workflow_of
+from tests.worker.mcp.support import TOOLS, USER, Deployment, Open, Recorder, text_of, workflow_of
 from tests.worker.support import TOOLCALLS, command, hermetic_env
 from worker.config import build_catalog, load_config
 from workflows.tool_call import ToolCallWorkflow

@@ -4,7 +4,6 @@ the client, retries and reconnects with an idempotency key, and a deployment wit
 from __future__ import annotations
 
 import asyncio
-import uuid
 from pathlib import Path
 
 import anyio
@@ -14,11 +13,12 @@ from mcp.shared.exceptions import MCPError
 from temporalio.client import Client
 
 from tests.support.processes import eventually, live_members
-from tests.worker.mcp.conftest import Open
 from tests.worker.mcp.support import (
     Deployment,
+    Open,
     Recorder,
     accept,
+    keyed,
     stdio_session,
     text_of,
     workflow_of,
@@ -26,8 +26,6 @@ from tests.worker.mcp.support import (
 from tests.worker.support import command
 from workflows.models import CallStatus, ErrorCode
 from workflows.tool_call import ToolCallWorkflow
-
-KEY = "toolcalls/idempotency_key"
 
 
 async def test_ask_user_is_answered_through_elicitation(session: Open, worker: None) -> None:
@@ -103,11 +101,11 @@ async def test_a_retried_request_with_the_same_key_gets_the_same_call(
 ) -> None:
     log = deployment.root / "runs.log"
     call = ("run_shell", {"command": f"echo ran >> {log}; cat {log}"})
-    key = {KEY: f"retry-{uuid.uuid4()}"}
+    key = keyed("retry")
     async with session() as mcp:
         first = await mcp.call_tool(*call, meta=key)
         again = await mcp.call_tool(*call, meta=key)
-        other = await mcp.call_tool(*call, meta={KEY: f"other-{uuid.uuid4()}"})
+        other = await mcp.call_tool(*call, meta=keyed("other"))
     assert not first.is_error, text_of(first)
     assert again.structured_content == first.structured_content
     assert workflow_of(again) == workflow_of(first)
@@ -117,7 +115,7 @@ async def test_a_retried_request_with_the_same_key_gets_the_same_call(
 
 
 async def test_a_key_reused_for_other_arguments_is_refused(session: Open, worker: None) -> None:
-    key = {KEY: f"reuse-{uuid.uuid4()}"}
+    key = keyed("reuse")
     async with session() as mcp:
         first = await mcp.call_tool("calculator", {"expression": "1 + 1"}, meta=key)
         assert not first.is_error
@@ -130,7 +128,7 @@ async def test_a_key_reused_for_other_arguments_is_refused(session: Open, worker
 async def test_a_client_that_disconnects_gets_the_result_with_its_key_later(
     session: Open, worker: None, tmp_path: Path, address: str
 ) -> None:
-    key = {KEY: f"reconnect-{uuid.uuid4()}"}
+    key = keyed("reconnect")
     call = ("set_value", {"key": "k", "value": "1"})
     recorder = Recorder()
     async with session() as mcp:
