@@ -9,8 +9,10 @@ from pathlib import Path
 import mcp_types as types
 from temporalio.client import Client
 
+from tests.support.harness import running_worker
 from tests.worker.mcp.support import USER, Deployment, Open, Recorder, accept, text_of, workflow_of
 from tests.worker.support import command
+from worker.config import load_config
 from workflows.models import CallStatus
 from workflows.tool_call import ToolCallWorkflow
 
@@ -100,4 +102,25 @@ async def test_not_asked_in_the_client_when_the_deployment_does_not_allow_it(
         assert approved.code == 0, approved.stderr
         result = await asyncio.wait_for(call, 60)
     assert not result.is_error
+    assert recorder.forms == []
+
+
+async def test_an_mcp_user_the_approvers_do_not_name_is_not_asked(
+    session: Open, client: Client, deployment: Deployment, tmp_path: Path, address: str
+) -> None:
+    deployment.write(
+        "approve_via_elicitation = true",
+        extra='[approvers.rules."storage.write"]\napprovers = ["alice"]',
+    )
+    recorder = Recorder(accept({"decision": "approve"}))
+    async with running_worker(client, load_config(deployment.path)), session(recorder) as mcp:
+        call = asyncio.ensure_future(mcp.call_tool(*SET, progress_callback=recorder.on_progress))
+        workflow_id = await recorder.workflow_id()
+        assert any(m.startswith("waiting for approval by alice;") for m in recorder.progress)
+        await asyncio.sleep(2)  # several status polls: none may ask
+        assert recorder.forms == []
+        approved = await command(tmp_path, address, "approve", workflow_id, "--by", "alice")
+        assert approved.code == 0, approved.stderr
+        result = await asyncio.wait_for(call, 60)
+    assert not result.is_error, text_of(result)
     assert recorder.forms == []
