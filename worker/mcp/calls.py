@@ -55,16 +55,17 @@ async def call_tool(
             code=types.INVALID_PARAMS,
             message=f"unknown tool {params.name!r}; available: {available}",
         )
-    resumed = await resume(front, params)
-    if resumed is not None:  # a retry carrying the user's response to a form (2026-07-28)
-        workflow_id = resumed.workflow_id
-    else:
-        workflow_id = front.workflow_id(ctx.meta, front.session_of(ctx.request), ctx.request_id)
     metadata = dict(META_FRONT)
     if front.identity:
         metadata["mcp_user"] = front.identity
     request = ToolCallRequest(tool=params.name, arguments=params.arguments or {}, metadata=metadata)
     try:
+        resumed = await resume(front, params)
+        if resumed is not None:  # a retry carrying the user's response to a form (2026-07-28)
+            workflow_id = resumed.workflow_id
+        else:
+            session = front.session_of(ctx.request)
+            workflow_id = front.workflow_id(ctx.meta, session, ctx.request_id)
         started = await _start(front, request, workflow_id)
     except CallConflict as exc:
         raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
@@ -126,6 +127,8 @@ async def _wait(follower: Follower, started: Started) -> ToolCallResult | str | 
                 outcome = (
                     f"{started.handle.id}: the call ended without a result: {exc.cause or exc}"
                 )
+            except RPCError as exc:  # the call goes on; its id (or key) finds it again
+                outcome = f"{started.handle.id}: lost track of the call: {exc.message}"
             waiting.cancel_scope.cancel()
 
         async def follow() -> None:

@@ -26,6 +26,7 @@ from typing import Any
 import anyio
 import anyio.abc
 import mcp_types as types
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from worker.mcp.elicit import Form, approval_verdict, may_decide, question_answer, takes_forms
 from worker.mcp.front import Front
@@ -78,7 +79,7 @@ class Follower:
         forms = takes_forms(ctx.session)
         self.sends = forms and bool(ctx.session.can_send_request)
         """Forms go to the client as elicitation requests (the handshake protocols)."""
-        self.returns = forms and not self.sends
+        self.returns = forms and not self.sends and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         """Forms go back as the request's ``input_required`` result (2026-07-28)."""
         self.wants_progress = bool(ctx.meta and ctx.meta.get("progress_token") is not None)
         self.progress = 0
