@@ -124,3 +124,30 @@ async def test_an_mcp_user_the_approvers_do_not_name_is_not_asked(
         result = await asyncio.wait_for(call, 60)
     assert not result.is_error, text_of(result)
     assert recorder.forms == []
+
+
+async def test_a_form_decided_elsewhere_is_withdrawn_from_the_client(
+    session: Open, worker: None, deployment: Deployment, tmp_path: Path, address: str
+) -> None:
+    deployment.write("approve_via_elicitation = true")
+    shown, withdrawn = asyncio.Event(), asyncio.Event()
+
+    async def hold(params: types.ElicitRequestParams) -> types.ElicitResult:
+        shown.set()
+        try:
+            await asyncio.sleep(120)
+        except asyncio.CancelledError:
+            withdrawn.set()
+            raise
+        return types.ElicitResult(action="cancel")
+
+    recorder = Recorder(hold)
+    async with session(recorder) as mcp:
+        call = asyncio.ensure_future(mcp.call_tool(*SET, progress_callback=recorder.on_progress))
+        workflow_id = await recorder.workflow_id()
+        await asyncio.wait_for(shown.wait(), 30)
+        approved = await command(tmp_path, address, "approve", workflow_id, "--by", "alice")
+        assert approved.code == 0, approved.stderr
+        result = await asyncio.wait_for(call, 60)
+        await asyncio.wait_for(withdrawn.wait(), 30)
+    assert not result.is_error, text_of(result)
