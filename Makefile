@@ -10,7 +10,7 @@ CONFIG ?= examples/toolcalls.toml
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,documents,integrations,codec,s3,otel]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,documents,integrations,codec,s3,otel,mcp]'
 	touch $(STAMP)
 
 run: $(STAMP)

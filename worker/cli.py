@@ -25,6 +25,7 @@ from worker.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError
 from worker.config import Config, ConfigError, load_config
 from worker.connect import Target, connect, resolve_target
 from worker.devserver import DevServer, DevServerError
+from worker.mcp import MCP_EXTRA
 from worker.payloads import server as codec_server
 from worker.payloads.converter import data_converter
 from worker.run import StartupError, serve, stop_on_signals
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from temporalio.runtime import Runtime
 
 DECISION_COMMANDS = ("approve", "deny", "answer")
-SERVING_COMMANDS = ("worker", "dev", "codec-server")
+SERVING_COMMANDS = ("worker", "dev", "codec-server", "mcp")
 UNTRACED_COMMANDS = ("dev", "codec-server", "tools", "prune-payloads")
 
 log = logging.getLogger("toolcalls")
@@ -101,6 +102,22 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _mcp_parser(commands_: argparse._SubParsersAction[_Parser], connection: _Parser) -> None:
+    mcp = commands_.add_parser(
+        "mcp",
+        parents=[connection],
+        help="serve the enabled tools to MCP clients (stdio, or streamable HTTP)",
+    )
+    mcp.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        nargs="?",
+        const="",
+        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio "
+        "(default [mcp] listen, 127.0.0.1:8765); needs the token in [mcp] token_env",
+    )
+
+
 def _call_parsers(commands_: argparse._SubParsersAction[_Parser]) -> None:
     output = _Parser(add_help=False)
     output.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -110,6 +127,7 @@ def _call_parsers(commands_: argparse._SubParsersAction[_Parser]) -> None:
     connection.add_argument("--namespace", help="Temporal namespace")
     connection.add_argument("--task-queue", help="the deployment's task queue")
     both = [connection, output]
+    _mcp_parser(commands_, connection)
 
     call = commands_.add_parser("call", parents=both, help="run one tool call")
     call.add_argument("tool", metavar="TOOL")
@@ -239,6 +257,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 code = asyncio.run(_dev(config, args))
             elif args.command == "codec-server":
                 code = asyncio.run(codec_server.run(config, args, os.environ))
+            elif args.command == "mcp":
+                code = asyncio.run(_mcp(config, args))
             elif args.command == "tools":
                 code = commands.list_tools(config, args)
             elif args.command == "prune-payloads":
@@ -348,6 +368,18 @@ async def _run_worker(
                 f"cannot connect to {target.address} namespace {target.namespace}: {exc}"
             ) from None
         await serve(client, config, stop, health=health)
+
+
+async def _mcp(config: Config, args: argparse.Namespace) -> int:
+    missing = MCP_EXTRA.missing()
+    if missing:
+        raise ConfigError(
+            f"mcp: toolcalls mcp needs the mcp extra (missing {', '.join(missing)}): "
+            f"{MCP_EXTRA.hint}"
+        )
+    from worker.mcp import server
+
+    return await server.run(config, args, os.environ)
 
 
 async def _dev(config: Config, args: argparse.Namespace) -> int:

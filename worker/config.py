@@ -31,6 +31,7 @@ from activities.catalog import (
 from activities.families import BUILTIN_FAMILIES
 from activities.family import AnyFamily, Deployment, Family, FamilySettings, needs
 from activities.notifications import NotificationsSettings
+from worker.mcp.settings import McpSection
 from worker.payloads.settings import CodecSection, PayloadsSection
 from worker.sections import (
     ActivitiesSection,
@@ -81,6 +82,8 @@ class BaseConfig(_Section):
     # (worker/telemetry/settings.py).
     log_format: LogFormat = LogFormat.TEXT
     telemetry: TelemetrySection = Field(default_factory=TelemetrySection)
+    # The MCP front, ``toolcalls mcp`` (worker/mcp/settings.py).
+    mcp: McpSection = Field(default_factory=McpSection)
 
     @field_validator("log_level")
     @classmethod

@@ -30,7 +30,7 @@ from temporalio.client import (
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCStatusCode
+from temporalio.service import RPCError, RPCStatusCode
 
 from workflows.client_base import (
     ClientBase,
@@ -73,27 +73,11 @@ from workflows.views import (
     model_or_none,
 )
 
-POLLER_FRESHNESS = timedelta(minutes=1)
-"""A workflow poller seen this recently may be a worker serving the call's queue."""
-PROBE_TIMEOUT = timedelta(seconds=5)
-"""How long a worker gets to answer the ``status`` query before the call counts as unserved.
-
-The server keeps listing a stopped worker's pollers as fresh for up to a minute (a live idle
-worker's last poll is up to a minute old too), so fresh pollers alone do not prove a worker serves
-the call; an update or query sent to a call nobody serves waits forever.
-"""
-UPDATE_TIMEOUT = timedelta(seconds=10)
-"""How long an update may wait for the worker that answered the probe; then the signal goes."""
 PLAN_WAIT = timedelta(seconds=30)
 """How long ``planned`` waits for a worker that serves the call to plan it."""
 DEFINITIONS_WAIT = timedelta(seconds=30)
 """How long ``definitions`` waits for a worker of the deployment to answer."""
 PLAN_POLL_SECONDS = 0.2
-_NO_ANSWER = (
-    RPCStatusCode.CANCELLED,  # how the SDK reports its own RPC timeout
-    RPCStatusCode.DEADLINE_EXCEEDED,
-    RPCStatusCode.FAILED_PRECONDITION,  # "no poller seen for task queue recently"
-)
 MAX_PAGE_SIZE = 1_000
 PENDING_QUERY = (
     f'WorkflowType = "{WORKFLOW_NAME}" AND ExecutionStatus = "Running" AND '
@@ -220,6 +204,15 @@ class ToolCallClient(ClientBase):
     ) -> ToolCallResult:
         """Start a call and wait for its result."""
         return await (await self.start(request, workflow_id=workflow_id)).result()
+
+    async def cancel(self, workflow_id: str) -> None:
+        """Ask the call to stop: it ends ``canceled``, a running process with its whole group
+        killed (the partial output kept). A call that has ended is left as it is."""
+        try:
+            await self.handle(workflow_id).cancel()
+        except RPCError as exc:
+            if exc.status is not RPCStatusCode.NOT_FOUND:
+                raise
 
     async def pending(self, *, limit: int = 100) -> list[PendingCall]:
         """Calls waiting for an approval or an answer, newest first; no worker needed."""

@@ -35,15 +35,12 @@ from workflows.models import (
     DEFAULT_TASK_QUEUE,
     MEMO_PENDING_APPROVAL,
     MEMO_PENDING_QUESTION,
-    SEARCH_STATUS,
-    WORKFLOW_NAME,
     ApprovalDecision,
     ApprovalRequest,
     CallState,
     DecisionInput,
     EditProposal,
     GrantTerms,
-    Phase,
     ToolCallResult,
     UserAnswer,
     UserQuestion,
@@ -67,19 +64,10 @@ the call; an update or query sent to a call nobody serves waits forever.
 """
 UPDATE_TIMEOUT = timedelta(seconds=10)
 """How long an update may wait for the worker that answered the probe; then the signal goes."""
-PLAN_WAIT = timedelta(seconds=30)
-"""How long ``planned`` waits for a worker that serves the call to plan it."""
-DEFINITIONS_WAIT = timedelta(seconds=30)
-"""How long ``definitions`` waits for a worker of the deployment to answer."""
-PLAN_POLL_SECONDS = 0.2
 _NO_ANSWER = (
     RPCStatusCode.CANCELLED,  # how the SDK reports its own RPC timeout
     RPCStatusCode.DEADLINE_EXCEEDED,
     RPCStatusCode.FAILED_PRECONDITION,  # "no poller seen for task queue recently"
-)
-PENDING_QUERY = (
-    f'WorkflowType = "{WORKFLOW_NAME}" AND ExecutionStatus = "Running" AND '
-    f'{SEARCH_STATUS.name} IN ("{Phase.AWAITING_APPROVAL.value}", "{Phase.AWAITING_ANSWER.value}")'
 )
 
 Handle = WorkflowHandle[ToolCallWorkflow, ToolCallResult]
