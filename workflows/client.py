@@ -38,6 +38,7 @@ from temporalio.converter import DataConverter
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from workflows.finished import list_finished
 from workflows.grant_client import list_grants, revoke_grant
 from workflows.grants import Grant, Revocation
 from workflows.limits import PayloadTooLarge, check_payload, check_request
@@ -66,6 +67,7 @@ from workflows.views import (
     CallConflict,
     CallView,
     Delivery,
+    FinishedCall,
     NoPendingRequest,
     Outcome,
     PendingCall,
@@ -105,6 +107,7 @@ __all__ = [
     "CallConflict",
     "CallView",
     "Delivery",
+    "FinishedCall",
     "NoPendingRequest",
     "Outcome",
     "PayloadTooLarge",
@@ -272,9 +275,21 @@ class ToolCallClient:
                     approval=approval,
                     question=question,
                     started_at=execution.start_time,
+                    parent_id=execution.parent_id,
                 )
             )
         return found
+
+    async def finished(self, *, limit: int = 50) -> list[FinishedCall]:
+        """Calls that have ended, the most recently closed first (visibility: no worker needed)."""
+        return await list_finished(self.client, limit=limit)
+
+    async def result_of(self, call: FinishedCall) -> ToolCallResult:
+        """The recorded result of a call that has ended (read from its history)."""
+        handle = self.client.get_workflow_handle_for(
+            ToolCallWorkflow.run, call.workflow_id, run_id=call.run_id
+        )
+        return await handle.result()
 
     async def worker_serving(self, task_queue: str) -> bool:
         """Whether a worker polled ``task_queue`` for workflow tasks in the last minute."""
@@ -298,10 +313,18 @@ class ToolCallClient:
         running = description.status is WorkflowExecutionStatus.RUNNING
         if not running and description.status is WorkflowExecutionStatus.COMPLETED:
             result = await handle.result()
-            return CallView(finished_state(result), live=False, running=False, history_events=[])
+            return CallView(
+                finished_state(result),
+                live=False,
+                running=False,
+                history_events=[],
+                parent_id=description.parent_id,
+            )
         state = await self._live_state(handle, description) if running else None
         if state is not None:
-            return CallView(state, live=True, running=True, history_events=[])
+            return CallView(
+                state, live=True, running=True, history_events=[], parent_id=description.parent_id
+            )
         return await self._from_history(handle, description, running)
 
     async def _live_state(
@@ -343,7 +366,13 @@ class ToolCallClient:
             result=None,
         )
         names = [EventType.Name(e.event_type).removeprefix("EVENT_TYPE_") for e in history.events]
-        return CallView(state, live=False, running=running, history_events=names)
+        return CallView(
+            state,
+            live=False,
+            running=running,
+            history_events=names,
+            parent_id=description.parent_id,
+        )
 
     async def decide(self, workflow_id: str, decision: ApprovalDecision) -> Outcome:
         """Send a decision: the update when a worker serves the call, else the signal."""
@@ -413,12 +442,18 @@ class ToolCallClient:
         return await self.decide(workflow_id, decision)
 
     async def propose_edit(
-        self, workflow_id: str, arguments: dict[str, Any], *, editor: str = ""
+        self,
+        workflow_id: str,
+        arguments: dict[str, Any],
+        *,
+        editor: str = "",
+        request_id: str | None = None,
     ) -> ApprovalRequest:
         """Propose other arguments for the pending request without approving them; the new
         request (with its own preview) is returned, or ``NoPendingRequest`` with the reason the
-        workflow gave. Needs a worker serving the call (it plans and previews the edit)."""
-        pending = await self.pending_approval(workflow_id)
+        workflow gave. Needs a worker serving the call (it plans and previews the edit). With
+        ``request_id``, only while that request is the pending one."""
+        pending = await self.pending_approval(workflow_id, request_id=request_id)
         proposal = EditProposal(
             request_id=pending.request_id,
             digest=pending.digest,
@@ -441,23 +476,40 @@ class ToolCallClient:
         """End a standing grant now; later calls it would have approved ask a human again."""
         await revoke_grant(self.client, grant_id, Revocation(by=by, reason=reason))
 
-    async def pending_approval(self, workflow_id: str) -> ApprovalRequest:
-        """The call's pending approval request, or ``NoPendingRequest``."""
+    async def pending_approval(
+        self, workflow_id: str, *, request_id: str | None = None
+    ) -> ApprovalRequest:
+        """The call's pending approval request (``request_id``, when given), or
+        ``NoPendingRequest``."""
         pending = await self._memo(workflow_id, MEMO_PENDING_APPROVAL, ApprovalRequest)
         if pending is None:
             raise NoPendingRequest(f"{workflow_id}: no approval is pending")
+        if request_id is not None and pending.request_id != request_id:
+            raise NoPendingRequest(f"{workflow_id}: request {request_id} is no longer pending")
         return pending
 
-    async def pending_question(self, workflow_id: str) -> UserQuestion:
-        """The call's pending question, or ``NoPendingRequest``."""
+    async def pending_question(
+        self, workflow_id: str, *, request_id: str | None = None
+    ) -> UserQuestion:
+        """The call's pending question (``request_id``, when given), or ``NoPendingRequest``."""
         pending = await self._memo(workflow_id, MEMO_PENDING_QUESTION, UserQuestion)
         if pending is None:
             raise NoPendingRequest(f"{workflow_id}: no question is pending")
+        if request_id is not None and pending.request_id != request_id:
+            raise NoPendingRequest(f"{workflow_id}: question {request_id} is no longer pending")
         return pending
 
-    async def answer(self, workflow_id: str, text: str | None, *, responder: str = "") -> Outcome:
-        """Answer (``None`` declines) the call's pending question."""
-        question = await self.pending_question(workflow_id)
+    async def answer(
+        self,
+        workflow_id: str,
+        text: str | None,
+        *,
+        responder: str = "",
+        request_id: str | None = None,
+    ) -> Outcome:
+        """Answer (``None`` declines) the call's pending question (``request_id``, when given:
+        only while that question is pending)."""
+        question = await self.pending_question(workflow_id, request_id=request_id)
         answer = UserAnswer(request_id=question.request_id, answer=text, responder=responder)
         await check_payload(self.client.data_converter, "the answer", answer)
         handle = self.handle(workflow_id)
