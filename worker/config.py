@@ -32,6 +32,7 @@ from activities.catalog import (
 from activities.families import BUILTIN_FAMILIES
 from activities.family import AnyFamily, Deployment, Family, FamilySettings, needs
 from activities.notifications import NotificationsSettings
+from worker.inbox.settings import InboxSection, inbox_problems
 from worker.payloads.settings import CodecSection, PayloadsSection
 from workflows import policy
 from workflows.approvers import ApproversSettings
@@ -169,6 +170,9 @@ class BaseConfig(_Section):
     # history (worker/payloads/settings.py).
     codec: CodecSection = Field(default_factory=CodecSection)
     payloads: PayloadsSection = Field(default_factory=PayloadsSection)
+    # The approval inbox of `toolcalls inbox` (worker/inbox/settings.py): its accounts' groups
+    # count as [approvers] groups, so the worker reads the section too.
+    inbox: InboxSection = Field(default_factory=InboxSection)
 
     @field_validator("log_level")
     @classmethod
@@ -328,6 +332,7 @@ def build_catalog(
             for key in config.approvers.rules
             if not _matches_something(key, known)
         ]
+    problems += inbox_problems(config.inbox, config.approvers)
     problems += config_problems(config, families)
     if problems:
         raise ConfigError(f"{source}: " + "; ".join(problems))
