@@ -24,13 +24,15 @@ from worker.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError
 from worker.config import Config, ConfigError, load_config
 from worker.connect import Target, connect, resolve_target
 from worker.devserver import DevServer, DevServerError
+from worker.inbox import serve as inbox
 from worker.payloads import server as codec_server
 from worker.payloads.converter import data_converter
 from worker.run import StartupError, serve, stop_on_signals
+from workflows.client import ToolCallClient
 from workflows.models import GrantScope
 
 DECISION_COMMANDS = ("approve", "deny", "answer")
-SERVING_COMMANDS = ("worker", "dev", "codec-server")
+SERVING_COMMANDS = ("worker", "dev", "codec-server", "inbox")
 
 log = logging.getLogger("toolcalls")
 
@@ -51,6 +53,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--address", help="Temporal address host:port")
     run.add_argument("--namespace", help="Temporal namespace")
     run.add_argument("--task-queue", help="the deployment's task queue")
+    run.add_argument(
+        "--inbox",
+        action="store_true",
+        help="also serve the approval inbox ([inbox]; with --dev, a dev login if it has no users)",
+    )
 
     dev = commands_.add_parser("dev", help="run only the embedded Temporal dev server")
     dev.add_argument("--config", help="TOML configuration (its [dev] section)")
@@ -81,6 +88,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _inbox_parser(commands_: argparse._SubParsersAction[_Parser], connection: _Parser) -> None:
+    served = commands_.add_parser(
+        "inbox", parents=[connection], help="serve the approval inbox (a web page)"
+    )
+    served.add_argument("--listen", metavar="HOST:PORT", help="default [inbox] listen")
+    tools = served.add_subparsers(dest="inbox_command", parser_class=_Parser)
+    tools.add_parser(
+        "hash-password", help="print an argon2 hash of a password read from standard input"
+    )
+
+
 def _call_parsers(commands_: argparse._SubParsersAction[_Parser]) -> None:
     output = _Parser(add_help=False)
     output.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -90,6 +108,7 @@ def _call_parsers(commands_: argparse._SubParsersAction[_Parser]) -> None:
     connection.add_argument("--namespace", help="Temporal namespace")
     connection.add_argument("--task-queue", help="the deployment's task queue")
     both = [connection, output]
+    _inbox_parser(commands_, connection)
 
     call = commands_.add_parser("call", parents=both, help="run one tool call")
     call.add_argument("tool", metavar="TOOL")
@@ -196,6 +215,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         if problem:
             _leave(EXIT_USAGE, f"toolcalls {args.command}: error: {problem}")
     try:
+        if getattr(args, "inbox_command", None) == "hash-password":
+            _leave(inbox.hash_password_command(sys.stdin))
         config = load_config(args.config)
         if args.command == "replay":
             code = asyncio.run(replay.run(args, config))
@@ -211,6 +232,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 code = asyncio.run(_dev(config, args))
             elif args.command == "codec-server":
                 code = asyncio.run(codec_server.run(config, args, os.environ))
+            elif args.command == "inbox":
+                code = asyncio.run(inbox.run(config, args, os.environ))
             elif args.command == "tools":
                 code = commands.list_tools(config, args)
             elif args.command == "prune-payloads":
@@ -270,6 +293,8 @@ async def _maybe_dev_server(config: Config, enabled: bool) -> AsyncIterator[DevS
 async def _worker(config: Config, args: argparse.Namespace) -> int:
     if args.task_queue:
         config = config.model_copy(update={"task_queue": args.task_queue})
+    # The inbox's configuration is checked before anything starts.
+    served_inbox = inbox.plan(config, os.environ, dev=args.dev) if args.inbox else None
     stop = asyncio.Event()
     stop_on_signals(stop)
     async with _maybe_dev_server(config, args.dev) as server:
@@ -285,7 +310,18 @@ async def _worker(config: Config, args: argparse.Namespace) -> int:
             raise StartupError(
                 f"cannot connect to {target.address} namespace {target.namespace}: {exc}"
             ) from None
-        await serve(client, config, stop)
+        if served_inbox is None:
+            await serve(client, config, stop)
+            return EXIT_OK
+        calls = ToolCallClient(client, task_queue=config.task_queue)
+        beside = asyncio.ensure_future(
+            inbox.serve(served_inbox, calls, stop, announce=lambda text: print(text, flush=True))
+        )
+        try:
+            await serve(client, config, stop)
+        finally:
+            stop.set()
+            await beside
     return EXIT_OK
 
 
