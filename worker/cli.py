@@ -317,6 +317,8 @@ async def _worker(config: Config, args: argparse.Namespace) -> int:
         beside = asyncio.ensure_future(
             inbox.serve(served_inbox, calls, stop, announce=lambda text: print(text, flush=True))
         )
+        # An inbox that cannot serve (its port is taken, say) stops the worker with its reason.
+        beside.add_done_callback(lambda _: stop.set())
         try:
             await serve(client, config, stop)
         finally:

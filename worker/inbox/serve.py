@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import getpass
 import logging
+import os
 import secrets
 import socket
 from collections.abc import Callable, Iterator, Mapping
@@ -170,7 +171,8 @@ def bind(listen: str) -> socket.socket:
     try:
         return socket.create_server((host, port), family=family)
     except OSError as exc:
-        raise ConfigError(f"inbox: cannot listen on {listen}: {exc.strerror or exc}") from None
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise ConfigError(f"inbox: cannot listen on {listen}: {reason}") from None
 
 
 async def serve(

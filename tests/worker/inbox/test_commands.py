@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 import signal
+import socket
 import subprocess
 import uuid
 from pathlib import Path
@@ -22,6 +23,7 @@ from tests.worker.support import (
     hermetic_env,
     one_line,
     pids_with,
+    toolcalls,
     wait_port_closed,
     write_config,
 )
@@ -150,3 +152,25 @@ def test_worker_inbox_without_dev_needs_accounts(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "toolcalls: inbox: nobody can log in" in done.stderr
+
+
+async def test_a_worker_whose_inbox_cannot_listen_stops_with_the_reason(
+    tmp_path: Path, address: str
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = write_config(
+            tmp_path,
+            f'task_queue = "inbox-{uuid.uuid4()}"\ntools = ["calculator"]\n'
+            f'[inbox]\nlisten = "127.0.0.1:{port}"\n'
+            f'[[inbox.users]]\nname = "alice"\npassword_hash = "{fast_hash("pw")}"\n',
+        )
+        done = await toolcalls(
+            tmp_path, "worker", "--inbox", "--config", str(config), "--address", address
+        )
+    assert done.code == 2
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"toolcalls: inbox: cannot listen on 127.0.0.1:{port}: Address already in use"
+    )
