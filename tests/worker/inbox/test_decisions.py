@@ -25,6 +25,7 @@ from tests.worker.inbox.support import (
     notice,
 )
 from worker.plugin import sandbox_runner
+from worker.run import build_worker
 from workflows.client import ToolCallClient
 from workflows.grants import Grant
 from workflows.models import (
@@ -327,3 +328,38 @@ def _row(html: str, workflow_id: str) -> str:
         if workflow_id in row:
             return row
     raise AssertionError(f"no row for {workflow_id}")
+
+
+async def test_without_a_worker_the_inbox_lists_shows_and_queues(
+    client: Client, deployment: Deployment, visit: Visit, calls: ToolCallClient
+) -> None:
+    # No file tools: a second worker on their checkpoint store would be refused.
+    tools = [name for name in deployment.config.tools if not name.endswith("_file")]
+    config = deployment.config.model_copy(update={"tools": tools})
+    async with build_worker(client, config):
+        handle = await start_call(
+            client,
+            deployment.task_queue,
+            "calculator",
+            {"expression": "40 + 2"},
+            policy=NEEDS_APPROVAL,
+        )
+        await pending_approval(handle)
+    # No worker serves the call now: visibility, memo and history still show it.
+    await listed(calls, handle.id)
+    alice = visit()
+    await alice.login("alice")
+    assert handle.id in (await alice.get("/")).text
+    page = await alice.get(call_path(handle.id))
+    assert "No worker is serving this call right now" in page.text
+    assert "&#34;expression&#34;: &#34;40 + 2&#34;" in page.text
+    assert "Editing needs a worker serving the call." in page.text
+    sent = await alice.act(call_path(handle.id), "approve")
+    assert sent.headers["location"].endswith("?done=queued")
+    assert notice((await alice.get(sent.headers["location"])).text).startswith("Queued:")
+    async with build_worker(client, config):
+        result = await asyncio.wait_for(handle.result(), 60)
+    assert result.status is CallStatus.COMPLETED
+    assert result.output == {"expression": "40 + 2", "result": 42}
+    assert result.approval is not None
+    assert (result.approval.approver, result.approval.via) == ("alice", "signal")
