@@ -44,7 +44,6 @@ class _Action:
     """One POST of a call's page: who sent it, about which call, with which form."""
 
     inbox: Inbox
-    request: Request
     viewer: Viewer
     workflow_id: str
     form: FormData
@@ -62,7 +61,6 @@ class _Action:
         """The call's page with the reason the action did not happen."""
         return await call_page(
             self.inbox,
-            self.request,
             self.viewer,
             self.workflow_id,
             error=error,
@@ -91,7 +89,7 @@ async def act(inbox: Inbox, request: Request) -> Response:
     """A form on a call's page: approve, remember, deny, edit, answer or decline."""
     form = await inbox.form(request)
     viewer = inbox.check_csrf(inbox.viewer(request), form)
-    action = _Action(inbox, request, viewer, request.path_params["workflow_id"], form)
+    action = _Action(inbox, viewer, request.path_params["workflow_id"], form)
     verb = form_text(form, "action")
     handler = _ACTIONS.get(verb)
     if handler is None:

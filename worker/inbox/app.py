@@ -127,8 +127,6 @@ class Inbox:
         self.templates = environment()
         self.results: OrderedDict[str, ToolCallResult] = OrderedDict()
 
-    # Who is asking ----------------------------------------------------------------------------
-
     def viewer(self, request: Request) -> Viewer | None:
         """The signed-in person, or ``None``.
 
@@ -188,11 +186,8 @@ class Inbox:
             )
         return viewer
 
-    # Responses --------------------------------------------------------------------------------
-
     def page(
         self,
-        request: Request,
         viewer: Viewer | None,
         template: str,
         context: dict[str, Any],
@@ -217,12 +212,8 @@ class Inbox:
             self.set_session(response, viewer.new_cookie)
         return response
 
-    def message(
-        self, request: Request, viewer: Viewer | None, status: int, heading: str, text: str
-    ) -> Response:
-        return self.page(
-            request, viewer, "message.html", {"heading": heading, "text": text}, status=status
-        )
+    def message(self, viewer: Viewer | None, status: int, heading: str, text: str) -> Response:
+        return self.page(viewer, "message.html", {"heading": heading, "text": text}, status=status)
 
     def set_session(self, response: Response, value: str) -> None:
         response.set_cookie(

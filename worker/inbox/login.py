@@ -37,11 +37,10 @@ def _login_cookie(inbox: Inbox) -> str:
 
 
 def _login_page(
-    inbox: Inbox, request: Request, *, username: str, next_: str, error: str | None, status: int
+    inbox: Inbox, *, username: str, next_: str, error: str | None, status: int
 ) -> Response:
     nonce = inbox.sessions.login_nonce()
     response = inbox.page(
-        request,
         None,
         "login.html",
         {
@@ -70,7 +69,7 @@ async def login_form(inbox: Inbox, request: Request) -> Response:
     next_ = safe_next(request.query_params.get("next"))
     if inbox.section.proxied or inbox.viewer(request) is not None:
         return RedirectResponse(next_, 303)
-    return _login_page(inbox, request, username="", next_=next_, error=None, status=200)
+    return _login_page(inbox, username="", next_=next_, error=None, status=200)
 
 
 async def login(inbox: Inbox, request: Request) -> Response:
@@ -84,9 +83,7 @@ async def login(inbox: Inbox, request: Request) -> Response:
     next_ = safe_next(form.get("next"))
 
     def again(error: str, status: int) -> Response:
-        return _login_page(
-            inbox, request, username=username, next_=next_, error=error, status=status
-        )
+        return _login_page(inbox, username=username, next_=next_, error=error, status=status)
 
     if not inbox.sessions.check_login(
         request.cookies.get(_login_cookie(inbox)), form_text(form, "csrf")

@@ -66,7 +66,7 @@ def refused(inbox: Inbox, request: Request, refusal: Refusal) -> Response:
     if request.url.path.startswith("/api/"):
         return JSONResponse({"error": refusal.reason}, refusal.status)
     heading = HEADINGS.get(refusal.status, "Refused")
-    return inbox.message(request, None, refusal.status, heading, refusal.reason)
+    return inbox.message(None, refusal.status, heading, refusal.reason)
 
 
 async def health(inbox: Inbox, request: Request) -> Response:
@@ -142,7 +142,7 @@ async def pending(inbox: Inbox, request: Request) -> Response:
         "watch": "/api/pending",
         "version": pending_version(calls),
     }
-    return inbox.page(request, viewer, "list.html", context)
+    return inbox.page(viewer, "list.html", context)
 
 
 async def pending_version_api(inbox: Inbox, request: Request) -> Response:
@@ -207,9 +207,12 @@ def grant_options(pending: ApprovalRequest) -> list[tuple[int, str]]:
     return [(value, _duration_label(value)) for value in seconds if value > 0]
 
 
+def _arguments(pending: ApprovalRequest | None) -> str:
+    return rendering.pretty(pending.arguments) if pending else ""
+
+
 async def call_page(
     inbox: Inbox,
-    request: Request,
     viewer: Viewer,
     workflow_id: str,
     *,
@@ -219,6 +222,7 @@ async def call_page(
     edit_text: str | None = None,
     status: int = 200,
 ) -> Response:
+    """A call's page, with what became of an action (``notice``) or why it failed (``error``)."""
     view = await _status(inbox, workflow_id)
     state = view.state
     pending, result = state.pending_approval, state.result
@@ -236,12 +240,10 @@ async def call_page(
         "status": result.status.value if result else state.phase.value,
         "status_text": (result.status.value if result else state.phase.value).replace("_", " "),
         "shown": rendering.previews(pending) if pending else [],
-        "arguments": rendering.pretty(pending.arguments) if pending else "",
+        "arguments": _arguments(pending),
         "decide": decide,
         "editing": editing and decide and view.live,
-        "edit_text": edit_text
-        if edit_text is not None
-        else (rendering.pretty(pending.arguments) if pending else ""),
+        "edit_text": edit_text if edit_text is not None else _arguments(pending),
         "grant_options": grant_options(pending) if pending and decide else [],
         "grant_scopes": scopes,
         "decisions": rendering.decisions(result) if result else [],
@@ -254,7 +256,7 @@ async def call_page(
         "watch": "/api/calls/" + quote(workflow_id, safe="/"),
         "version": call_version(view),
     }
-    return inbox.page(request, viewer, "call.html", context, status=status)
+    return inbox.page(viewer, "call.html", context, status=status)
 
 
 async def call(inbox: Inbox, request: Request) -> Response:
@@ -264,7 +266,6 @@ async def call(inbox: Inbox, request: Request) -> Response:
     query = request.query_params
     return await call_page(
         inbox,
-        request,
         viewer,
         request.path_params["workflow_id"],
         notice=NOTICES.get(query.get("done") or ""),
@@ -317,4 +318,4 @@ async def recent(inbox: Inbox, request: Request) -> Response:
                     decisions=decided,
                 )
             )
-    return inbox.page(request, viewer, "recent.html", {"page": "recent", "rows": rows})
+    return inbox.page(viewer, "recent.html", {"page": "recent", "rows": rows})
