@@ -25,6 +25,7 @@ from worker.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError
 from worker.config import Config, ConfigError, load_config
 from worker.connect import Target, connect, resolve_target
 from worker.devserver import DevServer, DevServerError
+from worker.inbox import serve as inbox
 from worker.mcp import MCP_EXTRA
 from worker.payloads import server as codec_server
 from worker.payloads.converter import data_converter
@@ -33,13 +34,14 @@ from worker.telemetry import tracing
 from worker.telemetry.endpoint import Health, MetricsEndpoint, metrics_runtime
 from worker.telemetry.logs import configure_logging
 from worker.telemetry.settings import LogFormat, split_address
+from workflows.client import ToolCallClient
 from workflows.models import GrantScope
 
 if TYPE_CHECKING:
     from temporalio.runtime import Runtime
 
 DECISION_COMMANDS = ("approve", "deny", "answer")
-SERVING_COMMANDS = ("worker", "dev", "codec-server", "mcp")
+SERVING_COMMANDS = ("worker", "dev", "codec-server", "mcp", "inbox")
 UNTRACED_COMMANDS = ("dev", "codec-server", "tools", "prune-payloads")
 
 log = logging.getLogger("toolcalls")
@@ -71,6 +73,11 @@ def _parser() -> argparse.ArgumentParser:
         "--log-format",
         choices=[choice.value for choice in LogFormat],
         help="text or json lines on stderr (default log_format)",
+    )
+    run.add_argument(
+        "--inbox",
+        action="store_true",
+        help="also serve the approval inbox ([inbox]; with --dev, a dev login if it has no users)",
     )
 
     dev = commands_.add_parser("dev", help="run only the embedded Temporal dev server")
@@ -118,6 +125,17 @@ def _mcp_parser(commands_: argparse._SubParsersAction[_Parser], connection: _Par
     )
 
 
+def _inbox_parser(commands_: argparse._SubParsersAction[_Parser], connection: _Parser) -> None:
+    served = commands_.add_parser(
+        "inbox", parents=[connection], help="serve the approval inbox (a web page)"
+    )
+    served.add_argument("--listen", metavar="HOST:PORT", help="default [inbox] listen")
+    tools = served.add_subparsers(dest="inbox_command", parser_class=_Parser)
+    tools.add_parser(
+        "hash-password", help="print an argon2 hash of a password read from standard input"
+    )
+
+
 def _call_parsers(commands_: argparse._SubParsersAction[_Parser]) -> None:
     output = _Parser(add_help=False)
     output.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -128,6 +146,7 @@ def _call_parsers(commands_: argparse._SubParsersAction[_Parser]) -> None:
     connection.add_argument("--task-queue", help="the deployment's task queue")
     both = [connection, output]
     _mcp_parser(commands_, connection)
+    _inbox_parser(commands_, connection)
 
     call = commands_.add_parser("call", parents=both, help="run one tool call")
     call.add_argument("tool", metavar="TOOL")
@@ -240,6 +259,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         if problem:
             _leave(EXIT_USAGE, f"toolcalls {args.command}: error: {problem}")
     try:
+        if getattr(args, "inbox_command", None) == "hash-password":
+            _leave(inbox.hash_password_command(sys.stdin))
         config = load_config(args.config)
         if args.command == "replay":
             code = asyncio.run(replay.run(args, config))
@@ -259,6 +280,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 code = asyncio.run(codec_server.run(config, args, os.environ))
             elif args.command == "mcp":
                 code = asyncio.run(_mcp(config, args))
+            elif args.command == "inbox":
+                code = asyncio.run(inbox.run(config, args, os.environ))
             elif args.command == "tools":
                 code = commands.list_tools(config, args)
             elif args.command == "prune-payloads":
@@ -320,12 +343,16 @@ async def _maybe_dev_server(config: Config, enabled: bool) -> AsyncIterator[DevS
 async def _worker(config: Config, args: argparse.Namespace) -> int:
     if args.task_queue:
         config = config.model_copy(update={"task_queue": args.task_queue})
+    # The inbox's configuration is checked before anything starts.
+    served_inbox = inbox.plan(config, os.environ, dev=args.dev) if args.inbox else None
+    # The inbox's configuration is checked before anything starts.
+    served_inbox = inbox.plan(config, os.environ, dev=args.dev) if args.inbox else None
     stop = asyncio.Event()
     stop_on_signals(stop)
     health = Health()
     async with contextlib.AsyncExitStack() as telemetry:
         runtime = await _metrics(config, args, health, telemetry)
-        await _run_worker(config, args, stop, health, runtime)
+        await _run_worker(config, args, stop, health, runtime, served_inbox)
     return EXIT_OK
 
 
@@ -353,6 +380,7 @@ async def _run_worker(
     stop: asyncio.Event,
     health: Health,
     runtime: Runtime | None,
+    served_inbox: inbox.Plan | None,
 ) -> None:
     async with _maybe_dev_server(config, args.dev) as server:
         if server is not None:
@@ -367,7 +395,20 @@ async def _run_worker(
             raise StartupError(
                 f"cannot connect to {target.address} namespace {target.namespace}: {exc}"
             ) from None
-        await serve(client, config, stop, health=health)
+        if served_inbox is None:
+            await serve(client, config, stop, health=health)
+            return
+        calls = ToolCallClient(client, task_queue=config.task_queue)
+        beside = asyncio.ensure_future(
+            inbox.serve(served_inbox, calls, stop, announce=lambda text: print(text, flush=True))
+        )
+        # An inbox that cannot serve (its port is taken, say) stops the worker with its reason.
+        beside.add_done_callback(lambda _: stop.set())
+        try:
+            await serve(client, config, stop, health=health)
+        finally:
+            stop.set()
+            await beside
 
 
 async def _mcp(config: Config, args: argparse.Namespace) -> int:

@@ -31,6 +31,7 @@ from activities.grants import GrantFinder
 from activities.notifications import Notifier
 from activities.runtime import ToolRuntime
 from worker.config import Config, ConfigError, build_catalog
+from worker.inbox.settings import with_inbox_groups
 from worker.payloads.converter import PayloadPipeline, payload_pipeline
 from worker.telemetry.tracing import (
     TracingUnavailable,
@@ -168,7 +169,8 @@ class ToolCallsPlugin(SimplePlugin):
         runtime = ToolRuntime(
             served.catalog,
             deployment.ceiling_policy(),
-            approvers=deployment.approvers,
+            # An inbox user's groups are groups of the approver rules too.
+            approvers=with_inbox_groups(deployment.approvers, deployment.inbox.users),
             webhooks=[webhook.name for webhook in deployment.notifications.webhooks],
             result_bytes=deployment.payloads.result_bytes,
             codec=client.data_converter.payload_codec,

@@ -39,6 +39,7 @@ from workflows.client_base import (
     with_pydantic_converter,
 )
 from workflows.definitions import DefinitionsWorkflow
+from workflows.finished import list_finished
 from workflows.grant_client import list_grants, revoke_grant
 from workflows.grants import Grant, Revocation
 from workflows.limits import PayloadTooLarge, check_request
@@ -64,6 +65,7 @@ from workflows.views import (
     CallConflict,
     CallView,
     Delivery,
+    FinishedCall,
     NoPendingRequest,
     Outcome,
     PendingCall,
@@ -89,6 +91,7 @@ __all__ = [
     "CallConflict",
     "CallView",
     "Delivery",
+    "FinishedCall",
     "NoPendingRequest",
     "Outcome",
     "PayloadTooLarge",
@@ -223,6 +226,17 @@ class ToolCallClient(ClientBase):
                 found.append(call)
         return found
 
+    async def finished(self, *, limit: int = 50) -> list[FinishedCall]:
+        """Calls that have ended, the most recently closed first (visibility: no worker needed)."""
+        return await list_finished(self.client, limit=limit)
+
+    async def result_of(self, call: FinishedCall) -> ToolCallResult:
+        """The recorded result of a call that has ended (read from its history)."""
+        handle = self.client.get_workflow_handle_for(
+            ToolCallWorkflow.run, call.workflow_id, run_id=call.run_id
+        )
+        return await handle.result()
+
     async def pending_page(
         self, *, page_size: int = 100, page_token: str | None = None
     ) -> PendingPage:
@@ -251,10 +265,18 @@ class ToolCallClient(ClientBase):
         running = description.status is WorkflowExecutionStatus.RUNNING
         if not running and description.status is WorkflowExecutionStatus.COMPLETED:
             result = await handle.result()
-            return CallView(finished_state(result), live=False, running=False, history_events=[])
+            return CallView(
+                finished_state(result),
+                live=False,
+                running=False,
+                history_events=[],
+                parent_id=description.parent_id,
+            )
         state = await self._live_state(handle, description) if running else None
         if state is not None:
-            return CallView(state, live=True, running=True, history_events=[])
+            return CallView(
+                state, live=True, running=True, history_events=[], parent_id=description.parent_id
+            )
         return await self._from_history(handle, description, running)
 
     async def _from_history(
@@ -283,7 +305,13 @@ class ToolCallClient(ClientBase):
             result=None,
         )
         names = [EventType.Name(e.event_type).removeprefix("EVENT_TYPE_") for e in history.events]
-        return CallView(state, live=False, running=running, history_events=names)
+        return CallView(
+            state,
+            live=False,
+            running=running,
+            history_events=names,
+            parent_id=description.parent_id,
+        )
 
     async def definitions(
         self, *, profile: str | None = None, format: str = "anthropic"
@@ -324,4 +352,5 @@ async def _pending_call(execution: WorkflowExecution) -> PendingCall | None:
         approval=approval,
         question=question,
         started_at=execution.start_time,
+        parent_id=execution.parent_id,
     )

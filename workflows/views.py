@@ -25,6 +25,7 @@ __all__ = [
     "CallConflict",
     "CallView",
     "Delivery",
+    "FinishedCall",
     "NoPendingRequest",
     "Outcome",
     "PayloadTooLarge",
@@ -78,6 +79,8 @@ class PendingCall:
     approval: ApprovalRequest | None
     question: UserQuestion | None
     started_at: datetime
+    parent_id: str | None = None
+    """The workflow that started the call (a ``ToolCalls`` parent), if one did."""
 
     @property
     def expires_at(self) -> datetime | None:
@@ -105,6 +108,18 @@ class CallView:
     running: bool
     history_events: list[str]
     """Without a worker: the history's event types, so the log is not lost."""
+    parent_id: str | None = None
+    """The workflow that started the call (a ``ToolCalls`` parent), if one did."""
+
+
+@dataclass(frozen=True)
+class FinishedCall:
+    """A call that has ended, as visibility lists it; its result is ``result_of`` away."""
+
+    workflow_id: str
+    run_id: str
+    tool: str
+    closed_at: datetime | None
 
 
 @dataclass(frozen=True)
