@@ -123,6 +123,9 @@ def _mcp_parser(commands_: argparse._SubParsersAction[_Parser], connection: _Par
         help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio "
         "(default [mcp] listen, 127.0.0.1:8765); needs the token in [mcp] token_env",
     )
+    mcp.add_argument(
+        "--profile", metavar="NAME", help="offer only this profile's tools (default [mcp] profile)"
+    )
 
 
 def _inbox_parser(commands_: argparse._SubParsersAction[_Parser], connection: _Parser) -> None:

@@ -49,8 +49,8 @@ async def call_tool(
         MCPError: an unknown tool, a malformed idempotency key, or a key that names another call
             (protocol errors, not tool errors: the request itself is wrong).
     """
-    if params.name not in front.catalog:
-        available = ", ".join(front.catalog.names)
+    if not front.offers(params.name):
+        available = ", ".join(tool.name for tool in front.tools)
         raise MCPError(
             code=types.INVALID_PARAMS,
             message=f"unknown tool {params.name!r}; available: {available}",
@@ -58,7 +58,12 @@ async def call_tool(
     metadata = dict(META_FRONT)
     if front.identity:
         metadata["mcp_user"] = front.identity
-    request = ToolCallRequest(tool=params.name, arguments=params.arguments or {}, metadata=metadata)
+    request = ToolCallRequest(
+        tool=params.name,
+        arguments=params.arguments or {},
+        metadata=metadata,
+        profile=front.profile,
+    )
     try:
         resumed = await resume(front, params)
         if resumed is not None:  # a retry carrying the user's response to a form (2026-07-28)

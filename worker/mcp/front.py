@@ -47,6 +47,8 @@ class Front:
     """Where a human decides (``[notifications] link``), with ``{workflow_id}`` and
     ``{namespace}`` to fill in."""
     approve_via_elicitation: bool = False
+    profile: str | None = None
+    """The deployment profile the server offers and holds every call to, if any."""
     process_session: str | None = None
     """The session of every request over stdio; ``None`` over HTTP (each has its own)."""
     tools: list[types.Tool] = field(default_factory=list)
@@ -61,6 +63,7 @@ class Front:
         link: str,
         approve_via_elicitation: bool,
         stdio: bool,
+        profile: str | None = None,
     ) -> Front:
         return cls(
             calls=calls,
@@ -68,9 +71,16 @@ class Front:
             identity=identity,
             link=link,
             approve_via_elicitation=approve_via_elicitation,
+            profile=profile,
             process_session=uuid.uuid4().hex if stdio else None,
-            tools=tool_definitions(catalog),
+            tools=tool_definitions(catalog, profile),
         )
+
+    def offers(self, tool: str) -> bool:
+        """Whether the server offers ``tool`` (its profile's, or any enabled tool)."""
+        if self.profile is None:
+            return tool in self.catalog
+        return tool in self.catalog.settings.profiles[self.profile]
 
     def decide_at(self, workflow_id: str) -> str:
         """The link where a human decides on ``workflow_id``."""

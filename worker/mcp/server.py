@@ -99,6 +99,10 @@ async def run(config: Config, args: argparse.Namespace, environ: Mapping[str, st
     token = token_from(environ, config.mcp.token_env) if http else None
     who = identity(config, http)
     catalog = build_catalog(config)
+    profile = getattr(args, "profile", None) or config.mcp.profile
+    if profile is not None and profile not in catalog.settings.profiles:
+        known = ", ".join(catalog.settings.profiles) or "none"
+        raise ConfigError(f"mcp: no profile {profile!r}; profiles: {known}")
     calls = await connect_tools(config, args)
     await _check_worker(calls)
     front = Front.build(
@@ -108,6 +112,7 @@ async def run(config: Config, args: argparse.Namespace, environ: Mapping[str, st
         link=config.notifications.link,
         approve_via_elicitation=config.mcp.approve_via_elicitation,
         stdio=not http,
+        profile=profile,
     )
     server = build_server(front)
     if address is not None and token is not None:

@@ -29,6 +29,8 @@ class McpSection(BaseModel):
     """The MCP user's name: the responder of answers and the approver of decisions given
     through the client. Over HTTP it is the name bound to the token; over stdio it defaults to
     the local user (like ``toolcalls approve --by``)."""
+    profile: str | None = None
+    """Offer only this deployment profile's tools and hold every call to it (``--profile``)."""
     approve_via_elicitation: bool = False
     """Let the MCP user approve or deny their own calls in the client (elicitation), within what
     ``[approvers]`` allows them; off: approvals come from the inbox, the CLI or an application."""

@@ -28,8 +28,8 @@ CLOSED_WORLD_FAMILIES = frozenset({"filesystem", "storage", "database", "git", "
 and databases, its checkouts) or the user of the client."""
 
 
-def tool_definitions(catalog: Catalog) -> list[types.Tool]:
-    """Every enabled tool as an MCP ``Tool``."""
+def tool_definitions(catalog: Catalog, profile: str | None = None) -> list[types.Tool]:
+    """Every enabled tool (or a profile's) as an MCP ``Tool``."""
     specs = {spec.name: spec for spec in catalog}
     return [
         types.Tool(
@@ -39,7 +39,7 @@ def tool_definitions(catalog: Catalog) -> list[types.Tool]:
             output_schema=output_schema(specs[definition["name"]]),
             annotations=tool_annotations(specs[definition["name"]]),
         )
-        for definition in catalog.definitions("mcp")
+        for definition in catalog.definitions("mcp", profile)
     ]
 
 

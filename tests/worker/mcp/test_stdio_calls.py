@@ -9,8 +9,11 @@ from typing import Any
 
 import mcp
 import mcp_types as types
+import pytest
+from mcp.shared.exceptions import MCPError
 from temporalio.client import Client
 
+from tests.support.harness import running_worker
 from tests.worker.mcp.support import TOOLS, USER, Deployment, Open, Recorder, text_of, workflow_of
 from tests.worker.support import TOOLCALLS, command, hermetic_env
 from worker.config import build_catalog, load_config
@@ -134,3 +137,28 @@ async def test_a_client_on_the_2026_protocol_without_forms_is_told_where_to_answ
         asked = await asyncio.wait_for(asking, 60)
     assert asked.structured_content is not None
     assert asked.structured_content["answer"] == "because"
+
+
+async def test_serves_one_profile_and_holds_calls_to_it(
+    session: Open, deployment: Deployment, client: Client, tmp_path: Path, address: str
+) -> None:
+    deployment.write('profile = "maths"', extra='[profiles.maths]\ntools = ["calculator"]\n')
+    async with running_worker(client, load_config(deployment.path)), session() as mcp:
+        listed = await mcp.list_tools()
+        assert [tool.name for tool in listed.tools] == ["calculator"]
+        done = await mcp.call_tool("calculator", {"expression": "2 ** 5"})
+        assert done.structured_content == {"expression": "2 ** 5", "result": 32}
+        # A tool outside the profile is not offered: the same protocol error as an unknown one.
+        with pytest.raises(MCPError) as refused:
+            await mcp.call_tool("current_datetime", {})
+    assert refused.value.error.code == types.INVALID_PARAMS
+    assert refused.value.error.message == ("unknown tool 'current_datetime'; available: calculator")
+    # --profile naming a profile the deployment lacks is a usage error before anything starts.
+    deployment.write(extra='[profiles.maths]\ntools = ["calculator"]\n')
+    done_cli = await command(
+        tmp_path, address, "mcp", "--config", str(deployment.path), "--profile", "nope"
+    )
+    assert (done_cli.code, done_cli.stderr) == (
+        2,
+        "toolcalls: mcp: no profile 'nope'; profiles: maths\n",
+    )
