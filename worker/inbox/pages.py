@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
 GRANT_CHOICES = (900, 3600, 8 * 3600, 86_400, 7 * 86_400)
 """Standing-grant durations offered, in seconds, up to the call's ``max_grant``."""
+log = logging.getLogger("toolcalls.inbox")
 RESULT_FETCHES = 4
 """Histories read at once for the recent decisions."""
 NOTICES = {
@@ -282,13 +284,21 @@ class RecentRow:
     decisions: list[rendering.Decision]
 
 
-async def _result(inbox: Inbox, call: FinishedCall, limit: asyncio.Semaphore) -> ToolCallResult:
+async def _result(
+    inbox: Inbox, call: FinishedCall, limit: asyncio.Semaphore
+) -> ToolCallResult | None:
+    """The call's result, or ``None`` when its history holds something else under the workflow
+    type's name (a workflow of another shape that took the name): it is left out of the page."""
     key = f"{call.workflow_id}\x00{call.run_id}"
     cached = inbox.results.get(key)
     if cached is not None:
         return cached
     async with limit:
-        result = await inbox.calls.result_of(call)
+        try:
+            result = await inbox.calls.result_of(call)
+        except ValueError as exc:  # pydantic's ValidationError included
+            log.warning("recent: %s: its result is not a call's result: %s", call.workflow_id, exc)
+            return None
     inbox.remember_result(key, result)
     return result
 
@@ -307,6 +317,8 @@ async def recent(inbox: Inbox, request: Request) -> Response:
         raise Refusal(500, f"cannot read the finished calls: {exc}") from None
     rows = []
     for call, result in zip(finished, results, strict=True):
+        if result is None:
+            continue
         decided = rendering.decisions(result)
         if decided:
             rows.append(

@@ -9,6 +9,7 @@ import uuid
 from datetime import timedelta
 from pathlib import Path
 
+from temporalio import workflow
 from temporalio.client import Client
 from temporalio.worker import Worker
 
@@ -29,6 +30,7 @@ from worker.run import build_worker
 from workflows.client import ToolCallClient
 from workflows.grants import Grant
 from workflows.models import (
+    WORKFLOW_NAME,
     CallStatus,
     CapabilityPolicy,
     Effect,
@@ -37,6 +39,16 @@ from workflows.models import (
     ToolCallRequest,
 )
 from workflows.tool_call import ToolCallWorkflow
+
+
+@workflow.defn(name=WORKFLOW_NAME, sandboxed=False)
+class ImpostorWorkflow:
+    """Another shape under the call workflow's name: its result is no ``ToolCallResult``."""
+
+    @workflow.run
+    async def run(self) -> dict[str, str]:
+        return {"error_type": "not a call"}
+
 
 NEEDS_APPROVAL = CapabilityPolicy(tools={"calculator": Effect.REQUIRE_APPROVAL})
 
@@ -248,6 +260,28 @@ async def test_the_list_and_recent_decisions(
         raise AssertionError("the pending list's version never changed")
     recent = await bob.get("/recent")
     assert handle.id in recent.text
+    assert "<strong>approved</strong> by bob" in _row(recent.text, handle.id)
+
+
+async def test_recent_leaves_out_a_result_that_is_not_a_calls(
+    client: Client, deployment: Deployment, worker: None, visit: Visit
+) -> None:
+    queue = f"impostor-{uuid.uuid4().hex[:8]}"
+    async with Worker(client, task_queue=queue, workflows=[ImpostorWorkflow]):
+        impostor = await client.execute_workflow(
+            ImpostorWorkflow.run, id=f"impostor-{uuid.uuid4().hex[:8]}", task_queue=queue
+        )
+    assert impostor == {"error_type": "not a call"}
+    handle = await start_call(
+        client, deployment.task_queue, "calculator", {"expression": "2 + 3"}, policy=NEEDS_APPROVAL
+    )
+    await pending_approval(handle)
+    bob = visit()
+    await bob.login("bob")
+    await bob.act(call_path(handle.id), "approve")
+    await asyncio.wait_for(handle.result(), 30)
+    recent = await bob.get("/recent")
+    assert recent.status_code == 200
     assert "<strong>approved</strong> by bob" in _row(recent.text, handle.id)
 
 
