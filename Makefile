@@ -5,18 +5,18 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 CONFIG ?= examples/toolcalls.toml
 
-.PHONY: run test test-servers lint typecheck check record-histories bench bench-overhead bench-inline bench-search bench-documents clean
+.PHONY: run test test-servers test-browser lint typecheck check record-histories bench bench-overhead bench-inline bench-search bench-documents clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,documents,integrations,codec,s3,otel]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,documents,integrations,codec,s3,otel,mcp,inbox]'
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/toolcalls worker --dev --config $(CONFIG)
+	$(BIN)/toolcalls worker --dev --inbox --config $(CONFIG)
 
-test: $(STAMP) test-servers
+test: $(STAMP) test-servers test-browser
 	$(BIN)/pytest
 
 # Servers the tests run for real, from Debian's packages when missing: Dovecot (IMAP). The tests
@@ -27,6 +27,12 @@ test-servers:
 	@command -v dovecot >/dev/null 2>&1 || test -x /usr/sbin/dovecot || { \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q dovecot-imapd; }
+
+# The inbox's browser tests drive Debian's chromium (Playwright's own browser download is not
+# used); CI runs on a fresh machine as root.
+test-browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

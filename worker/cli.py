@@ -25,6 +25,8 @@ from worker.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError
 from worker.config import Config, ConfigError, load_config
 from worker.connect import Target, connect, resolve_target
 from worker.devserver import DevServer, DevServerError
+from worker.inbox import serve as inbox
+from worker.mcp import MCP_EXTRA
 from worker.payloads import server as codec_server
 from worker.payloads.converter import data_converter
 from worker.run import StartupError, serve, stop_on_signals
@@ -32,13 +34,14 @@ from worker.telemetry import tracing
 from worker.telemetry.endpoint import Health, MetricsEndpoint, metrics_runtime
 from worker.telemetry.logs import configure_logging
 from worker.telemetry.settings import LogFormat, split_address
+from workflows.client import ToolCallClient
 from workflows.models import GrantScope
 
 if TYPE_CHECKING:
     from temporalio.runtime import Runtime
 
 DECISION_COMMANDS = ("approve", "deny", "answer")
-SERVING_COMMANDS = ("worker", "dev", "codec-server")
+SERVING_COMMANDS = ("worker", "dev", "codec-server", "mcp", "inbox")
 UNTRACED_COMMANDS = ("dev", "codec-server", "tools", "prune-payloads")
 
 log = logging.getLogger("toolcalls")
@@ -71,6 +74,11 @@ def _parser() -> argparse.ArgumentParser:
         choices=[choice.value for choice in LogFormat],
         help="text or json lines on stderr (default log_format)",
     )
+    run.add_argument(
+        "--inbox",
+        action="store_true",
+        help="also serve the approval inbox ([inbox]; with --dev, a dev login if it has no users)",
+    )
 
     dev = commands_.add_parser("dev", help="run only the embedded Temporal dev server")
     dev.add_argument("--config", help="TOML configuration (its [dev] section)")
@@ -101,6 +109,36 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _mcp_parser(commands_: argparse._SubParsersAction[_Parser], connection: _Parser) -> None:
+    mcp = commands_.add_parser(
+        "mcp",
+        parents=[connection],
+        help="serve the enabled tools to MCP clients (stdio, or streamable HTTP)",
+    )
+    mcp.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        nargs="?",
+        const="",
+        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio "
+        "(default [mcp] listen, 127.0.0.1:8765); needs the token in [mcp] token_env",
+    )
+    mcp.add_argument(
+        "--profile", metavar="NAME", help="offer only this profile's tools (default [mcp] profile)"
+    )
+
+
+def _inbox_parser(commands_: argparse._SubParsersAction[_Parser], connection: _Parser) -> None:
+    served = commands_.add_parser(
+        "inbox", parents=[connection], help="serve the approval inbox (a web page)"
+    )
+    served.add_argument("--listen", metavar="HOST:PORT", help="default [inbox] listen")
+    tools = served.add_subparsers(dest="inbox_command", parser_class=_Parser)
+    tools.add_parser(
+        "hash-password", help="print an argon2 hash of a password read from standard input"
+    )
+
+
 def _call_parsers(commands_: argparse._SubParsersAction[_Parser]) -> None:
     output = _Parser(add_help=False)
     output.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -110,6 +148,8 @@ def _call_parsers(commands_: argparse._SubParsersAction[_Parser]) -> None:
     connection.add_argument("--namespace", help="Temporal namespace")
     connection.add_argument("--task-queue", help="the deployment's task queue")
     both = [connection, output]
+    _mcp_parser(commands_, connection)
+    _inbox_parser(commands_, connection)
 
     call = commands_.add_parser("call", parents=both, help="run one tool call")
     call.add_argument("tool", metavar="TOOL")
@@ -222,6 +262,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         if problem:
             _leave(EXIT_USAGE, f"toolcalls {args.command}: error: {problem}")
     try:
+        if getattr(args, "inbox_command", None) == "hash-password":
+            _leave(inbox.hash_password_command(sys.stdin))
         config = load_config(args.config)
         if args.command == "replay":
             code = asyncio.run(replay.run(args, config))
@@ -239,6 +281,10 @@ def main(argv: Sequence[str] | None = None) -> None:
                 code = asyncio.run(_dev(config, args))
             elif args.command == "codec-server":
                 code = asyncio.run(codec_server.run(config, args, os.environ))
+            elif args.command == "mcp":
+                code = asyncio.run(_mcp(config, args))
+            elif args.command == "inbox":
+                code = asyncio.run(inbox.run(config, args, os.environ))
             elif args.command == "tools":
                 code = commands.list_tools(config, args)
             elif args.command == "prune-payloads":
@@ -300,12 +346,16 @@ async def _maybe_dev_server(config: Config, enabled: bool) -> AsyncIterator[DevS
 async def _worker(config: Config, args: argparse.Namespace) -> int:
     if args.task_queue:
         config = config.model_copy(update={"task_queue": args.task_queue})
+    # The inbox's configuration is checked before anything starts.
+    served_inbox = inbox.plan(config, os.environ, dev=args.dev) if args.inbox else None
+    # The inbox's configuration is checked before anything starts.
+    served_inbox = inbox.plan(config, os.environ, dev=args.dev) if args.inbox else None
     stop = asyncio.Event()
     stop_on_signals(stop)
     health = Health()
     async with contextlib.AsyncExitStack() as telemetry:
         runtime = await _metrics(config, args, health, telemetry)
-        await _run_worker(config, args, stop, health, runtime)
+        await _run_worker(config, args, stop, health, runtime, served_inbox)
     return EXIT_OK
 
 
@@ -333,6 +383,7 @@ async def _run_worker(
     stop: asyncio.Event,
     health: Health,
     runtime: Runtime | None,
+    served_inbox: inbox.Plan | None,
 ) -> None:
     async with _maybe_dev_server(config, args.dev) as server:
         if server is not None:
@@ -347,7 +398,32 @@ async def _run_worker(
             raise StartupError(
                 f"cannot connect to {target.address} namespace {target.namespace}: {exc}"
             ) from None
-        await serve(client, config, stop, health=health)
+        if served_inbox is None:
+            await serve(client, config, stop, health=health)
+            return
+        calls = ToolCallClient(client, task_queue=config.task_queue)
+        beside = asyncio.ensure_future(
+            inbox.serve(served_inbox, calls, stop, announce=lambda text: print(text, flush=True))
+        )
+        # An inbox that cannot serve (its port is taken, say) stops the worker with its reason.
+        beside.add_done_callback(lambda _: stop.set())
+        try:
+            await serve(client, config, stop, health=health)
+        finally:
+            stop.set()
+            await beside
+
+
+async def _mcp(config: Config, args: argparse.Namespace) -> int:
+    missing = MCP_EXTRA.missing()
+    if missing:
+        raise ConfigError(
+            f"mcp: toolcalls mcp needs the mcp extra (missing {', '.join(missing)}): "
+            f"{MCP_EXTRA.hint}"
+        )
+    from worker.mcp import server
+
+    return await server.run(config, args, os.environ)
 
 
 async def _dev(config: Config, args: argparse.Namespace) -> int:

@@ -31,6 +31,8 @@ from activities.catalog import (
 from activities.families import BUILTIN_FAMILIES
 from activities.family import AnyFamily, Deployment, Family, FamilySettings, needs
 from activities.notifications import NotificationsSettings
+from worker.inbox.settings import InboxSection, inbox_problems
+from worker.mcp.settings import McpSection
 from worker.payloads.settings import CodecSection, PayloadsSection
 from worker.sections import (
     ActivitiesSection,
@@ -84,6 +86,11 @@ class BaseConfig(_Section):
     # (worker/telemetry/settings.py).
     log_format: LogFormat = LogFormat.TEXT
     telemetry: TelemetrySection = Field(default_factory=TelemetrySection)
+    # The MCP front, ``toolcalls mcp`` (worker/mcp/settings.py).
+    mcp: McpSection = Field(default_factory=McpSection)
+    # The approval inbox of `toolcalls inbox` (worker/inbox/settings.py): its accounts' groups
+    # count as [approvers] groups, so the worker reads the section too.
+    inbox: InboxSection = Field(default_factory=InboxSection)
 
     @field_validator("log_level")
     @classmethod
@@ -246,6 +253,7 @@ def build_catalog(
         ]
     profiles, wrong = resolve_profiles(config, families)
     problems += wrong
+    problems += inbox_problems(config.inbox, config.approvers)
     problems += config_problems(config, families)
     if problems:
         raise ConfigError(f"{source}: " + "; ".join(problems))

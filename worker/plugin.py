@@ -32,6 +32,7 @@ from activities.inline import Attestor
 from activities.notifications import Notifier
 from activities.runtime import ToolRuntime
 from worker.config import Config, ConfigError, build_catalog
+from worker.inbox.settings import with_inbox_groups
 from worker.payloads.converter import PayloadPipeline, payload_pipeline
 from worker.payloads.keys import KeysError, load_keys
 from worker.telemetry.tracing import (
@@ -170,7 +171,8 @@ class ToolCallsPlugin(SimplePlugin):
         runtime = ToolRuntime(
             served.catalog,
             deployment.ceiling_policy(),
-            approvers=deployment.approvers,
+            # An inbox user's groups are groups of the approver rules too.
+            approvers=with_inbox_groups(deployment.approvers, deployment.inbox.users),
             webhooks=[webhook.name for webhook in deployment.notifications.webhooks],
             result_bytes=deployment.payloads.result_bytes,
             codec=client.data_converter.payload_codec,

@@ -30,6 +30,7 @@ from temporalio.client import (
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
 
 from workflows.client_base import (
     ClientBase,
@@ -40,6 +41,7 @@ from workflows.client_base import (
 )
 from workflows.client_inline import pending_calls
 from workflows.definitions import DefinitionsWorkflow
+from workflows.finished import list_finished
 from workflows.grant_client import list_grants, revoke_grant
 from workflows.grants import Grant, Revocation
 from workflows.limits import PayloadTooLarge, check_request
@@ -67,6 +69,7 @@ from workflows.views import (
     CallNotFound,
     CallView,
     Delivery,
+    FinishedCall,
     NoPendingRequest,
     Outcome,
     PendingCall,
@@ -97,6 +100,7 @@ __all__ = [
     "CallNotFound",
     "CallView",
     "Delivery",
+    "FinishedCall",
     "NoPendingRequest",
     "Outcome",
     "PayloadTooLarge",
@@ -213,6 +217,15 @@ class ToolCallClient(ClientBase):
         """Start a call and wait for its result."""
         return await (await self.start(request, workflow_id=workflow_id)).result()
 
+    async def cancel(self, workflow_id: str) -> None:
+        """Ask the call to stop: it ends ``canceled``, a running process with its whole group
+        killed (the partial output kept). A call that has ended is left as it is."""
+        try:
+            await self.handle(workflow_id).cancel()
+        except RPCError as exc:
+            if exc.status is not RPCStatusCode.NOT_FOUND:
+                raise
+
     async def pending(self, *, limit: int = 100) -> list[PendingCall]:
         """Calls waiting for an approval or an answer, newest first; no worker needed. Inline
         calls are listed from their parent's memo, at the parent's place in the order."""
@@ -222,6 +235,17 @@ class ToolCallClient(ClientBase):
             if len(found) >= limit:
                 break
         return found[:limit]
+
+    async def finished(self, *, limit: int = 50) -> list[FinishedCall]:
+        """Calls that have ended, the most recently closed first (visibility: no worker needed)."""
+        return await list_finished(self.client, limit=limit)
+
+    async def result_of(self, call: FinishedCall) -> ToolCallResult:
+        """The recorded result of a call that has ended (read from its history)."""
+        handle = self.client.get_workflow_handle_for(
+            ToolCallWorkflow.run, call.workflow_id, run_id=call.run_id
+        )
+        return await handle.result()
 
     async def pending_page(
         self, *, page_size: int = 100, page_token: str | None = None
@@ -264,10 +288,18 @@ class ToolCallClient(ClientBase):
         running = description.status is WorkflowExecutionStatus.RUNNING
         if not running and description.status is WorkflowExecutionStatus.COMPLETED:
             result = await handle.result()
-            return CallView(finished_state(result), live=False, running=False, history_events=[])
+            return CallView(
+                finished_state(result),
+                live=False,
+                running=False,
+                history_events=[],
+                parent_id=description.parent_id,
+            )
         state = await self._live_state(handle, description) if running else None
         if state is not None:
-            return CallView(state, live=True, running=True, history_events=[])
+            return CallView(
+                state, live=True, running=True, history_events=[], parent_id=description.parent_id
+            )
         return await self._from_history(handle, description, running)
 
     async def _from_history(
@@ -296,7 +328,13 @@ class ToolCallClient(ClientBase):
             result=None,
         )
         names = [EventType.Name(e.event_type).removeprefix("EVENT_TYPE_") for e in history.events]
-        return CallView(state, live=False, running=running, history_events=names)
+        return CallView(
+            state,
+            live=False,
+            running=running,
+            history_events=names,
+            parent_id=description.parent_id,
+        )
 
     async def definitions(
         self, *, profile: str | None = None, format: str = "anthropic"
@@ -341,5 +379,6 @@ async def _pending_calls(execution: WorkflowExecution) -> list[PendingCall]:
             approval=approval,
             question=question,
             started_at=execution.start_time,
+            parent_id=execution.parent_id,
         )
     ]

@@ -236,12 +236,18 @@ class ClientBase:
         return await self.decide(workflow_id, decision)
 
     async def propose_edit(
-        self, workflow_id: str, arguments: dict[str, Any], *, editor: str = ""
+        self,
+        workflow_id: str,
+        arguments: dict[str, Any],
+        *,
+        editor: str = "",
+        request_id: str | None = None,
     ) -> ApprovalRequest:
         """Propose other arguments for the pending request without approving them; the new
         request (with its own preview) is returned, or ``NoPendingRequest`` with the reason the
-        workflow gave. Needs a worker serving the call (it plans and previews the edit)."""
-        pending = await self.pending_approval(workflow_id)
+        workflow gave. Needs a worker serving the call (it plans and previews the edit). With
+        ``request_id``, only while that request is the pending one."""
+        pending = await self.pending_approval(workflow_id, request_id=request_id)
         proposal = EditProposal(
             request_id=pending.request_id,
             digest=pending.digest,
@@ -260,30 +266,46 @@ class ClientBase:
         except WorkflowUpdateFailedError as exc:
             raise NoPendingRequest(f"{workflow_id}: edit refused: {update_reason(exc)}") from None
 
-    async def pending_approval(self, workflow_id: str) -> ApprovalRequest:
-        """The call's pending approval request, or ``NoPendingRequest``."""
+    async def pending_approval(
+        self, workflow_id: str, *, request_id: str | None = None
+    ) -> ApprovalRequest:
+        """The call's pending approval request (``request_id``, when given), or
+        ``NoPendingRequest``."""
         try:
             pending = await self._memo(workflow_id, MEMO_PENDING_APPROVAL, ApprovalRequest)
         except Inline as inline:
-            return await self.inline.pending_approval(inline.ref)
+            pending = await self.inline.pending_approval(inline.ref)
         if pending is None:
             raise NoPendingRequest(f"{workflow_id}: no approval is pending")
+        if request_id is not None and pending.request_id != request_id:
+            raise NoPendingRequest(f"{workflow_id}: request {request_id} is no longer pending")
         return pending
 
-    async def pending_question(self, workflow_id: str) -> UserQuestion:
-        """The call's pending question, or ``NoPendingRequest``."""
+    async def pending_question(
+        self, workflow_id: str, *, request_id: str | None = None
+    ) -> UserQuestion:
+        """The call's pending question (``request_id``, when given), or ``NoPendingRequest``."""
         try:
             pending = await self._memo(workflow_id, MEMO_PENDING_QUESTION, UserQuestion)
         except Inline as inline:
-            question: UserQuestion = await self.inline.pending_question(inline.ref)
-            return question
+            pending = await self.inline.pending_question(inline.ref)
         if pending is None:
             raise NoPendingRequest(f"{workflow_id}: no question is pending")
+        if request_id is not None and pending.request_id != request_id:
+            raise NoPendingRequest(f"{workflow_id}: question {request_id} is no longer pending")
         return pending
 
-    async def answer(self, workflow_id: str, text: str | None, *, responder: str = "") -> Outcome:
-        """Answer (``None`` declines) the call's pending question."""
-        question = await self.pending_question(workflow_id)
+    async def answer(
+        self,
+        workflow_id: str,
+        text: str | None,
+        *,
+        responder: str = "",
+        request_id: str | None = None,
+    ) -> Outcome:
+        """Answer (``None`` declines) the call's pending question (``request_id``, when given:
+        only while that question is pending)."""
+        question = await self.pending_question(workflow_id, request_id=request_id)
         answer = UserAnswer(request_id=question.request_id, answer=text, responder=responder)
         await check_payload(self.client.data_converter, "the answer", answer)
         try:

@@ -90,6 +90,7 @@ class ToolCallWorkflow(ApprovalFlow):
     def _ran_in_plan(self, plan: CallPlan, outcome: PlanOutcome) -> ToolCallResult:
         """The outcome of a pure tool the plan ran: the call costs one local activity."""
         self._phase = Phase.RUNNING
+        telemetry.executing(self._call_id, plan)
         self._event(EventKind.STARTED, f"{plan.tool} ran in the plan")
         error = outcome.run_error
         if error is not None:

@@ -26,6 +26,7 @@ __all__ = [
     "CallNotFound",
     "CallView",
     "Delivery",
+    "FinishedCall",
     "NoPendingRequest",
     "Outcome",
     "PayloadTooLarge",
@@ -84,7 +85,8 @@ class PendingCall:
     question: UserQuestion | None
     started_at: datetime
     parent_id: str | None = None
-    """For an inline call: the parent workflow that runs it (and holds its request)."""
+    """The parent workflow: the one that started the call as a child (a ``ToolCalls`` parent),
+    or, for an inline call, the one that runs it (and holds its request)."""
 
     @property
     def expires_at(self) -> datetime | None:
@@ -112,6 +114,18 @@ class CallView:
     running: bool
     history_events: list[str]
     """Without a worker: the history's event types, so the log is not lost."""
+    parent_id: str | None = None
+    """The workflow that started the call (a ``ToolCalls`` parent), if one did."""
+
+
+@dataclass(frozen=True)
+class FinishedCall:
+    """A call that has ended, as visibility lists it; its result is ``result_of`` away."""
+
+    workflow_id: str
+    run_id: str
+    tool: str
+    closed_at: datetime | None
 
 
 @dataclass(frozen=True)

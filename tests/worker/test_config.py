@@ -222,6 +222,9 @@ def test_every_section_is_parsed(tmp_path: Path) -> None:
         ("[dev]\nport = 70000", "dev.port: Input should be less than or equal to 65535"),
         ('task_queue = ""', "task_queue: String should have at least 1 character"),
         ('log_level = "LOUD"', "log_level: unknown log level 'LOUD'"),
+        ('[mcp]\ntoken_env = "MY TOKEN"', "mcp.token_env: 'MY TOKEN' is not an environment"),
+        ('[mcp]\nuser = ""', "mcp.user: String should have at least 1 character"),
+        ('[mcp]\napprove_via_elicitation = "perhaps"', "mcp.approve_via_elicitation: Input should"),
     ],
 )
 def test_invalid_values_name_the_key_and_the_file(tmp_path: Path, text: str, expected: str) -> None:

@@ -131,8 +131,9 @@ async def test_a_trace_runs_from_the_application_through_the_parent_to_the_tool(
         # application started.
         assert chain[0] == "StartChildWorkflow:ToolCallWorkflow", (name, chain)
         assert chain[-2:] == ["StartWorkflow:AgentParent", "application"], (name, chain)
+    # The plan ran the calculator itself (an allowed pure tool): its activity is the plan's.
     assert "StartChildWorkflow:ToolCallWorkflow" in ancestors(
-        spans, one(spans, "RunActivity:calculator")
+        spans, one(spans, "RunActivity:toolcalls.plan")
     )
     assert ancestors(spans, one(spans, "RunWorkflow:ToolCallWorkflow"))[0] == (
         "StartChildWorkflow:ToolCallWorkflow"

@@ -1,0 +1,44 @@
+"""Fixtures for the MCP front: a deployment file, a worker serving it, MCP client sessions.
+
+Every session is the SDK's own ``ClientSession`` talking to a real ``toolcalls mcp`` process
+(over stdio, or streamable HTTP); the worker is a real one on the session's dev server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client
+
+from tests.support.harness import running_worker
+from tests.worker.mcp.support import Deployment, Open, Recorder, stdio_session
+from worker.config import load_config
+
+
+@pytest.fixture
+def deployment(tmp_path: Path, task_queue: str) -> Deployment:
+    """The test's deployment file (``Deployment.write`` changes its ``[mcp]`` section)."""
+    return Deployment(tmp_path, task_queue)
+
+
+@pytest.fixture
+async def worker(client: Client, deployment: Deployment) -> AsyncIterator[None]:
+    """A worker serving the deployment for the whole test."""
+    async with running_worker(client, load_config(deployment.path)):
+        yield
+
+
+@pytest.fixture
+def session(tmp_path: Path, address: str, deployment: Deployment) -> Open:
+    """Open an MCP session over stdio to ``toolcalls mcp`` for the deployment."""
+
+    @asynccontextmanager
+    async def open_session(recorder: Recorder | None = None, *extra: str) -> AsyncIterator[Any]:
+        async with stdio_session(tmp_path, address, deployment.path, recorder, *extra) as found:
+            yield found
+
+    return open_session

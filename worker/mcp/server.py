@@ -1,0 +1,175 @@
+"""``toolcalls mcp``: the deployment's tools as an MCP server, over stdio or streamable HTTP.
+
+Built on the official SDK's low-level ``Server``: ``tools/list`` answers from the catalog
+(``worker.mcp.tools``), ``tools/call`` runs a ``ToolCallWorkflow`` (``worker.mcp.calls``). It
+connects to Temporal like the other commands and needs a toolcalls worker serving the
+deployment; it says so at start when none is, and a call fails with ``tool_unavailable`` while
+none is.
+
+Over HTTP (``--http HOST:PORT``, ``[mcp] listen``, loopback by default) the MCP endpoint is
+``/mcp`` and every request must carry the bearer token of ``[mcp] token_env``
+(``worker.mcp.auth``); on a loopback address the SDK also refuses requests whose ``Host`` or
+``Origin`` is not local (DNS rebinding).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.metadata
+import logging
+from collections.abc import Mapping
+
+import anyio
+import mcp_types as types
+import uvicorn
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+
+from activities.catalog import Catalog
+from worker.arguments import EXIT_OK, default_approver
+from worker.commands import connect_tools
+from worker.config import Config, ConfigError, build_catalog
+from worker.mcp.auth import BearerToken, token_from
+from worker.mcp.calls import call_tool
+from worker.mcp.front import IDEMPOTENCY_KEY, Front
+from worker.mcp.rounds import state_boundary
+from worker.payloads.server import split_listen
+from worker.run import stop_on_signals
+from workflows.client import ToolCallClient
+
+MCP_PATH = "/mcp"
+SERVER_NAME = "toolcalls"
+INSTRUCTIONS = (
+    "Each tool call runs as a durable workflow under the deployment's policy: a call that needs "
+    "a human approval waits for it (progress says who may decide and where), and a write runs "
+    "at most once. Send _meta['" + IDEMPOTENCY_KEY + "'] with a call to get the same call (and "
+    "its result) when you retry it, even after reconnecting."
+)
+
+log = logging.getLogger("toolcalls.mcp")
+
+
+def build_server(front: Front) -> Server:
+    """The MCP server of ``front``: its tools and how they are called."""
+
+    async def list_tools(
+        ctx: object, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=front.tools)
+
+    async def call(
+        ctx: object, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        return await call_tool(front, ctx, params)
+
+    server = Server(
+        SERVER_NAME,
+        version=importlib.metadata.version("toolcalls"),
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call,
+    )
+    server.middleware.append(state_boundary(SERVER_NAME))
+    return server
+
+
+def identity(config: Config, http: bool) -> str:
+    """Who the MCP user is: ``[mcp] user``, or over stdio the local user.
+
+    Raises:
+        ConfigError: approvals through the client over HTTP without a name bound to the token.
+    """
+    section = config.mcp
+    if section.user is not None:
+        return section.user
+    if http:
+        if section.approve_via_elicitation:
+            raise ConfigError(
+                "mcp.user: approve_via_elicitation over HTTP needs the name of the token's user"
+            )
+        return ""
+    return default_approver()
+
+
+async def run(config: Config, args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """``toolcalls mcp``: serve until the client leaves (stdio) or SIGINT/SIGTERM."""
+    http = args.http is not None
+    address = _address(args.http or config.mcp.listen) if http else None
+    token = token_from(environ, config.mcp.token_env) if http else None
+    who = identity(config, http)
+    catalog = build_catalog(config)
+    profile = getattr(args, "profile", None) or config.mcp.profile
+    if profile is not None and profile not in catalog.settings.profiles:
+        known = ", ".join(catalog.settings.profiles) or "none"
+        raise ConfigError(f"mcp: no profile {profile!r}; profiles: {known}")
+    calls = await connect_tools(config, args)
+    await _check_worker(calls)
+    front = Front.build(
+        calls,
+        catalog,
+        identity=who,
+        link=config.notifications.link,
+        approve_via_elicitation=config.mcp.approve_via_elicitation,
+        stdio=not http,
+        profile=profile,
+    )
+    server = build_server(front)
+    if address is not None and token is not None:
+        await _serve_http(server, address, token, catalog)
+    else:
+        await _serve_stdio(server)
+    return EXIT_OK
+
+
+def _address(listen: str) -> tuple[str, int]:
+    try:
+        return split_listen(listen)
+    except ConfigError:
+        raise ConfigError(f"mcp: {listen!r} is not HOST:PORT (--http, [mcp] listen)") from None
+
+
+async def _check_worker(calls: ToolCallClient) -> None:
+    if not await calls.worker_serving(calls.task_queue):
+        target = calls.client.service_client.config.target_host
+        log.warning(
+            "no toolcalls worker is serving task queue %r at %s namespace %s: calls fail with "
+            "tool_unavailable until one runs (toolcalls worker --config FILE)",
+            calls.task_queue,
+            target,
+            calls.client.namespace,
+        )
+
+
+async def _serve_stdio(server: Server) -> None:
+    stop = asyncio.Event()
+    stop_on_signals(stop)
+    async with anyio.create_task_group() as serving:
+
+        async def until_stopped() -> None:
+            await stop.wait()
+            serving.cancel_scope.cancel()
+
+        serving.start_soon(until_stopped)
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+        serving.cancel_scope.cancel()
+
+
+async def _serve_http(
+    server: Server, address: tuple[str, int], token: str, catalog: Catalog
+) -> None:
+    host, port = address
+    listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    app = BearerToken(server.streamable_http_app(streamable_http_path=MCP_PATH, host=host), token)
+    http = uvicorn.Server(
+        uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
+    )
+    serving = asyncio.ensure_future(http.serve())
+    while not http.started and not serving.done():
+        await asyncio.sleep(0.05)
+    if http.started:
+        print(f"MCP server at http://{listen}{MCP_PATH} ({len(catalog.names)} tools)", flush=True)
+    await serving
+    if not http.started:
+        raise ConfigError(f"mcp: cannot listen on {listen}")

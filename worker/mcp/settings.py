@@ -1,0 +1,41 @@
+"""The ``[mcp]`` section: how ``toolcalls mcp`` serves the deployment's tools to MCP clients.
+
+Secrets never sit in the file: ``token_env`` names the environment variable that holds the bearer
+token HTTP clients must send. The identity the server asserts for answers and decisions comes
+from here (or, over stdio, from the local user), never from the client.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from activities.network.http_paths import check_env_name
+from workflows.models import MAX_APPROVER_CHARS
+
+DEFAULT_LISTEN = "127.0.0.1:8765"
+DEFAULT_TOKEN_ENV = "TOOLCALLS_MCP_TOKEN"
+
+
+class McpSection(BaseModel):
+    """``toolcalls mcp``: the HTTP listener, its token, and who the MCP user is."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    listen: str = DEFAULT_LISTEN
+    """``HOST:PORT`` for ``--http`` without a value; loopback unless the file says otherwise."""
+    token_env: str = DEFAULT_TOKEN_ENV
+    """The environment variable holding the bearer token every HTTP request must carry."""
+    user: str | None = Field(default=None, min_length=1, max_length=MAX_APPROVER_CHARS)
+    """The MCP user's name: the responder of answers and the approver of decisions given
+    through the client. Over HTTP it is the name bound to the token; over stdio it defaults to
+    the local user (like ``toolcalls approve --by``)."""
+    profile: str | None = None
+    """Offer only this deployment profile's tools and hold every call to it (``--profile``)."""
+    approve_via_elicitation: bool = False
+    """Let the MCP user approve or deny their own calls in the client (elicitation), within what
+    ``[approvers]`` allows them; off: approvals come from the inbox, the CLI or an application."""
+
+    @field_validator("token_env")
+    @classmethod
+    def _token_env(cls, name: str) -> str:
+        return check_env_name(name)
