@@ -245,6 +245,7 @@ def pending_json(call: PendingCall) -> dict[str, Any]:
         "preview": preview_line(call, width=200),
         "started_at": call.started_at.isoformat(),
         "parent_id": call.parent_id,
+        "inline": call.inline,
         "approval": call.approval.model_dump(mode="json") if call.approval else None,
         "question": call.question.model_dump(mode="json") if call.question else None,
     }

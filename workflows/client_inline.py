@@ -95,6 +95,7 @@ def pending_calls(execution: WorkflowExecution, memo: Mapping[str, Any]) -> list
             question=entry.question,
             started_at=entry.started_at,
             parent_id=execution.id,
+            inline=True,
         )
         for entry in _entries(memo)
     ]

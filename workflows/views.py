@@ -87,6 +87,9 @@ class PendingCall:
     parent_id: str | None = None
     """The parent workflow: the one that started the call as a child (a ``ToolCalls`` parent),
     or, for an inline call, the one that runs it (and holds its request)."""
+    inline: bool = False
+    """Whether the call runs inside its parent (``ToolCalls(inline=True)``), not as a workflow of
+    its own: its id names no workflow, and decisions reach it through the parent."""
 
     @property
     def expires_at(self) -> datetime | None:

@@ -11,10 +11,19 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from tests.support.harness import make_config, running_worker
+from tests.support.inline import app_worker, inline_config, start_parent
+from tests.support.parents import ParentInput
 from tests.worker.support import command, field, one_line, pending_entry, pending_row
 from worker.render import PREVIEW_CHARS, shorten
 from workflows.limits import PAYLOAD_LIMIT_BYTES
-from workflows.models import CallStatus, ErrorCode, ToolCallResult
+from workflows.models import (
+    CallStatus,
+    CapabilityPolicy,
+    Effect,
+    ErrorCode,
+    ToolCallRequest,
+    ToolCallResult,
+)
 from workflows.tool_call import ToolCallWorkflow
 
 
@@ -123,3 +132,31 @@ async def test_pending_shows_the_lines_a_new_file_gets(
         ErrorCode.APPROVAL_DENIED,
     )
     assert not path.exists()
+
+
+async def test_pending_lists_an_inline_call_and_approve_reaches_its_parent(
+    tmp_path: Path, client: Client, address: str, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    request = ToolCallRequest(tool="calculator", arguments={"expression": "5 * 5"}, call_id="c")
+    policy = CapabilityPolicy(tools={"calculator": Effect.REQUIRE_APPROVAL})
+    config = inline_config(task_queue, monkeypatch)
+    async with running_worker(client, config), app_worker(client) as queue:
+        parent = await start_parent(
+            client,
+            queue,
+            ParentInput(task_queue=task_queue, batches=[[request]], policy=policy, inline=True),
+        )
+        call_id = f"{parent.id}/tools/c"
+        listed = await pending_entry(tmp_path, address, call_id)
+        approved = await command(tmp_path, address, "approve", call_id, "--by", "alice")
+        assert approved.code == 0, approved.stderr
+        output = await parent.result()
+    assert (listed["inline"], listed["parent_id"]) == (True, parent.id)
+    assert listed["approval"]["arguments"] == {"expression": "5 * 5"}
+    [result] = output.results
+    assert (result.status, result.output) == (
+        CallStatus.COMPLETED,
+        {"expression": "5 * 5", "result": 25},
+    )
+    assert result.approval is not None
+    assert result.approval.approver == "alice"

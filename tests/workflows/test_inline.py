@@ -139,6 +139,7 @@ async def test_an_inline_approval_is_listed_shown_and_approved_by_update(
         listed_a = await listed(calls, ids[0])
         listed_b = await listed(calls, ids[1])
         assert listed_a.parent_id == parent.id
+        assert listed_a.inline
         assert listed_a.approval is not None
         assert listed_a.approval.workflow_id == ids[0]
         assert listed_a.approval.arguments == {"expression": "6 * 7"}
@@ -324,7 +325,8 @@ async def test_calls_the_inline_path_cannot_carry_run_as_children(
         )
         child = f"{parent.id}/tools/w"
         pending = await listed(calls, child)
-        assert pending.parent_id is None  # a call of its own, not an inline one
+        assert pending.parent_id == parent.id
+        assert not pending.inline  # a call of its own
         assert (await calls.approve(child, approver="alice")).delivery is Delivery.ACCEPTED
         output = await asyncio.wait_for(parent.result(), 30)
     [result] = output.results

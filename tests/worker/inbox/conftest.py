@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from tests.worker.inbox.support import Visitor, write_deployment
+from tests.support.payloads import keys
+from tests.worker.inbox.support import INLINE_KEYS_ENV, Visitor, write_deployment
 from worker.config import Config, load_config
 from worker.inbox.app import Inbox, app
 from worker.run import build_worker
@@ -29,7 +30,8 @@ class Deployment:
 
 
 @pytest.fixture
-def deployment(tmp_path: Path, task_queue: str) -> Deployment:
+def deployment(tmp_path: Path, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> Deployment:
+    monkeypatch.setenv(INLINE_KEYS_ENV, keys("inbox1"))
     path = write_deployment(tmp_path, task_queue)
     return Deployment(path, load_config(path), task_queue)
 

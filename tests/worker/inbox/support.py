@@ -48,6 +48,10 @@ def users_toml(names: Mapping[str, str] | None = None) -> str:
     return "\n".join(lines)
 
 
+INLINE_KEYS_ENV = "TOOLCALLS_TEST_INBOX_INLINE_KEYS"
+"""Where the deployment's ``[inline]`` keys are (``inline_keys()`` sets them)."""
+
+
 def deployment_toml(tmp_path: Path, task_queue: str, *, listen: str = "127.0.0.1:8234") -> str:
     """Tools with each kind of preview, approver rules naming inbox groups, and four users."""
     root = tmp_path / "work"
@@ -77,6 +81,9 @@ base_url = "http://127.0.0.1:9/api/"
 allow_http = true
 allowed_methods = ["GET", "POST"]
 headers = {{ Accept = "application/json" }}
+
+[inline]
+keys_env = "{INLINE_KEYS_ENV}"
 
 [approvers]
 max_grant_seconds = 86400

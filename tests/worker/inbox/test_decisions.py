@@ -10,10 +10,12 @@ from datetime import timedelta
 from pathlib import Path
 
 from temporalio import workflow
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from tests.support.harness import pending_approval, pending_question, start_call
+from tests.support.harness import history_types, pending_approval, pending_question, start_call
+from tests.support.inline import app_worker, listed as inline_listed, start_parent
 from tests.support.parents import AgentParent, ParentInput
 from tests.worker.inbox.conftest import Deployment, Visit
 from tests.worker.inbox.support import (
@@ -354,6 +356,42 @@ async def test_a_childs_page_names_its_parent_and_offers_the_parents_grant(
     assert result.status is CallStatus.COMPLETED
     assert result.approval is not None
     assert result.approval.grant_id is not None
+
+
+async def test_an_inline_call_is_listed_shown_and_approved_through_its_parent(
+    client: Client, deployment: Deployment, worker: None, visit: Visit, calls: ToolCallClient
+) -> None:
+    request = ToolCallRequest(tool="calculator", arguments={"expression": "4 * 4"}, call_id="i1")
+    async with app_worker(client) as app_queue:
+        parent = await start_parent(
+            client,
+            app_queue,
+            ParentInput(
+                task_queue=deployment.task_queue,
+                batches=[[request]],
+                policy=NEEDS_APPROVAL,
+                inline=True,
+            ),
+        )
+        call_id = f"{parent.id}/tools/i1"
+        assert (await inline_listed(calls, call_id)).inline
+        alice = visit()
+        await alice.login("alice")
+        assert f'<td class="id">{parent.id}</td>' in _row((await alice.get("/")).text, call_id)
+        page = await alice.get(call_path(call_id))
+        assert page.status_code == 200
+        assert "4 * 4" in page.text
+        assert "remember" not in [f.fields.get("action") for f in forms(page.text)]  # no grants
+        sent = await alice.act(call_path(call_id), "approve")
+        assert sent.headers["location"] == f"{call_path(call_id)}?done=approved"
+        output = await asyncio.wait_for(parent.result(), 60)
+    [result] = output.results
+    assert result.status is CallStatus.COMPLETED
+    assert result.output == {"expression": "4 * 4", "result": 16}
+    assert result.approval is not None
+    assert result.approval.approver == "alice"
+    started = EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
+    assert started not in await history_types(parent)
 
 
 def _row(html: str, workflow_id: str) -> str:
