@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
 from temporalio.client import (
     WorkflowExecution,
     WorkflowExecutionDescription,
@@ -162,22 +163,42 @@ class InlineRoutes:
         return entry.question
 
     async def decide(self, ref: InlineRef, decision: ApprovalDecision) -> Outcome:
+        fields = decision.model_dump(exclude={"approved"})
+        return await self._deliver(
+            ref,
+            INLINE_APPROVE if decision.approved else INLINE_DENY,
+            InlineDecisionInput(call_id=ref.call_id, **fields),
+            INLINE_DECIDE,
+            InlineDecision(call_id=ref.call_id, approved=decision.approved, **fields),
+            ApprovalRecord,
+        )
+
+    async def answer(self, ref: InlineRef, answer: UserAnswer) -> Outcome:
+        sent = InlineAnswer(call_id=ref.call_id, **answer.model_dump())
+        return await self._deliver(
+            ref, INLINE_ANSWER_SIGNAL, sent, INLINE_ANSWER, sent, AskUserOutput
+        )
+
+    async def _deliver(
+        self,
+        ref: InlineRef,
+        signal: str,
+        queued: BaseModel,
+        update_name: str,
+        update: BaseModel,
+        result_type: type[ApprovalRecord] | type[AskUserOutput],
+    ) -> Outcome:
+        """The parent's update when a worker serves it, else (or when the update times out) its
+        signal, queued until one does; what the parent refuses comes back ``REJECTED``."""
         description = await ref.parent.describe()
         if description.status is not WorkflowExecutionStatus.RUNNING:
             raise NoPendingRequest(f"{ref.workflow_id}: the call's parent workflow has ended")
-        fields = decision.model_dump(exclude={"approved"})
-        signal = INLINE_APPROVE if decision.approved else INLINE_DENY
-        queued = InlineDecisionInput(call_id=ref.call_id, **fields)
         if await self._probe(ref, description) is None:
             await ref.parent.signal(signal, queued)
             return Outcome(Delivery.QUEUED)
-        update = InlineDecision(call_id=ref.call_id, approved=decision.approved, **fields)
         try:
             record = await ref.parent.execute_update(
-                INLINE_DECIDE,
-                update,
-                result_type=ApprovalRecord,
-                rpc_timeout=self.calls.update_timeout,
+                update_name, update, result_type=result_type, rpc_timeout=self.calls.update_timeout
             )
         except WorkflowUpdateFailedError as exc:
             return Outcome(Delivery.REJECTED, reason=update_reason(exc))
@@ -189,26 +210,6 @@ class InlineRoutes:
                 return Outcome(Delivery.REJECTED, reason="the call's parent workflow has ended")
             raise
         return Outcome(Delivery.ACCEPTED, record=record)
-
-    async def answer(self, ref: InlineRef, answer: UserAnswer) -> Outcome:
-        description = await ref.parent.describe()
-        sent = InlineAnswer(call_id=ref.call_id, **answer.model_dump())
-        if await self._probe(ref, description) is None:
-            await ref.parent.signal(INLINE_ANSWER_SIGNAL, sent)
-            return Outcome(Delivery.QUEUED)
-        try:
-            output = await ref.parent.execute_update(
-                INLINE_ANSWER,
-                sent,
-                result_type=AskUserOutput,
-                rpc_timeout=self.calls.update_timeout,
-            )
-        except WorkflowUpdateFailedError as exc:
-            return Outcome(Delivery.REJECTED, reason=update_reason(exc))
-        except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
-            await signal_after_timeout(ref.parent, exc, INLINE_ANSWER_SIGNAL, sent)
-            return Outcome(Delivery.QUEUED)
-        return Outcome(Delivery.ACCEPTED, record=output)
 
     async def edit(self, ref: InlineRef, proposal: EditProposal) -> ApprovalRequest:
         try:
