@@ -370,13 +370,17 @@ async def test_no_approval_timeout_waits_without_a_timer(client: Client, task_qu
     assert TIMER_STARTED not in await history_types(handle)
 
 
+BUDGET_SECONDS = 6
+
+
 @pytest.mark.parametrize("bound", ["timeout", "deadline", "naive_deadline"])
 async def test_call_budget_bounds_the_approval_wait(
     client: Client, task_queue: str, bound: str
 ) -> None:
-    deadline = datetime.now(UTC) + timedelta(seconds=2)
+    # Long enough for the wait to be seen on a loaded machine before the budget ends it.
+    deadline = datetime.now(UTC) + timedelta(seconds=BUDGET_SECONDS)
     budget: dict[str, dict[str, object]] = {
-        "timeout": {"timeout": timedelta(seconds=2)},
+        "timeout": {"timeout": timedelta(seconds=BUDGET_SECONDS)},
         "deadline": {"deadline": deadline},
         # A deadline without a zone is read as UTC (it used to fail every workflow task).
         "naive_deadline": {"deadline": deadline.replace(tzinfo=None)},
@@ -392,7 +396,7 @@ async def test_call_budget_bounds_the_approval_wait(
         )
         pending = await pending_approval(handle)
         assert pending.expires_at is not None
-        assert pending.expires_at <= pending.requested_at + timedelta(seconds=2)
+        assert pending.expires_at <= pending.requested_at + timedelta(seconds=BUDGET_SECONDS)
         if bound != "timeout":
             assert pending.expires_at == deadline
         result = await asyncio.wait_for(handle.result(), 20)

@@ -32,7 +32,7 @@ class Deployment:
 @pytest.fixture
 def deployment(tmp_path: Path, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> Deployment:
     monkeypatch.setenv(INLINE_KEYS_ENV, keys("inbox1"))
-    path = write_deployment(tmp_path, task_queue)
+    path = write_deployment(tmp_path, task_queue, inline=True)
     return Deployment(path, load_config(path), task_queue)
 
 

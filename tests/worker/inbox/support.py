@@ -52,8 +52,12 @@ INLINE_KEYS_ENV = "TOOLCALLS_TEST_INBOX_INLINE_KEYS"
 """Where the deployment's ``[inline]`` keys are (``inline_keys()`` sets them)."""
 
 
-def deployment_toml(tmp_path: Path, task_queue: str, *, listen: str = "127.0.0.1:8234") -> str:
-    """Tools with each kind of preview, approver rules naming inbox groups, and four users."""
+def deployment_toml(
+    tmp_path: Path, task_queue: str, *, listen: str = "127.0.0.1:8234", inline: bool = False
+) -> str:
+    """Tools with each kind of preview, approver rules naming inbox groups, and four users; with
+    ``inline``, ``[inline]`` keys from ``INLINE_KEYS_ENV`` (which the caller sets)."""
+    inline_section = f'[inline]\nkeys_env = "{INLINE_KEYS_ENV}"\n' if inline else ""
     root = tmp_path / "work"
     root.mkdir(exist_ok=True)
     return f"""
@@ -82,9 +86,7 @@ allow_http = true
 allowed_methods = ["GET", "POST"]
 headers = {{ Accept = "application/json" }}
 
-[inline]
-keys_env = "{INLINE_KEYS_ENV}"
-
+{inline_section}
 [approvers]
 max_grant_seconds = 86400
 
