@@ -44,7 +44,7 @@ def alive(pid: int) -> bool:
 
 
 async def eventually(
-    predicate: Callable[[], bool], timeout: float = 10, what: str = "condition"
+    predicate: Callable[[], bool], timeout: float = 30, what: str = "condition"
 ) -> None:
     """Poll ``predicate`` until it holds; fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

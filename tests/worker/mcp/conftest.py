@@ -6,6 +6,7 @@ Every session is the SDK's own ``ClientSession`` talking to a real ``toolcalls m
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,6 +18,7 @@ from temporalio.client import Client
 from tests.support.harness import running_worker
 from tests.worker.mcp.support import Deployment, Open, Recorder, stdio_session
 from worker.config import load_config
+from workflows.client import ToolCallClient
 
 
 @pytest.fixture
@@ -27,8 +29,16 @@ def deployment(tmp_path: Path, task_queue: str) -> Deployment:
 
 @pytest.fixture
 async def worker(client: Client, deployment: Deployment) -> AsyncIterator[None]:
-    """A worker serving the deployment for the whole test."""
+    """A worker serving the deployment for the whole test, seen polling before the test starts
+    (the front says there is no worker until the server has seen it poll)."""
     async with running_worker(client, load_config(deployment.path)):
+        calls = ToolCallClient(client, task_queue=deployment.task_queue)
+        for _ in range(300):
+            if await calls.worker_serving(deployment.task_queue):
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise AssertionError(f"no worker was seen polling {deployment.task_queue}")
         yield
 
 
