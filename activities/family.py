@@ -150,9 +150,11 @@ class Family(Generic[S]):
     """One tool family, declared once.
 
     ``build`` returns the objects whose methods are the tools this worker serves (ask
-    ``resources.serves``); ``problems`` lists what the enabled tools need and the settings lack,
-    each naming its key; ``advertise`` gives the tools as this configuration offers them (fewer
-    operations, tools the configuration declares), default ``tools`` unchanged.
+    ``resources.serves``); one with an ``aclose`` coroutine method is closed once the worker has
+    stopped (``ToolCallsPlugin.run_worker``); ``problems`` lists what the enabled tools need and
+    the settings lack, each naming its key; ``advertise`` gives the tools as this configuration
+    offers them (fewer operations, tools the configuration declares), default ``tools``
+    unchanged.
     """
 
     name: str

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.converter import (
@@ -21,7 +22,7 @@ from temporalio.converter import (
     DefaultFailureConverterWithEncodedAttributes,
 )
 from temporalio.plugin import SimplePlugin
-from temporalio.worker import ReplayerConfig, WorkerConfig, WorkflowRunner
+from temporalio.worker import ReplayerConfig, Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.catalog import Catalog
@@ -137,6 +138,8 @@ class ToolCallsPlugin(SimplePlugin):
         self.families = tuple(families)
         self._instances = dict(instances or {})
         self._served: dict[str, ServedQueue] = {}
+        self._closing: dict[str, list[list[Any]]] = {}
+        """Per task queue, per worker configured for it, what to close when that worker stops."""
 
     def served(self, task_queue: str) -> ServedQueue:
         """What a worker polling ``task_queue`` serves (built once per queue).
@@ -168,6 +171,18 @@ class ToolCallsPlugin(SimplePlugin):
         config["client"] = client
         served = self.served(config["task_queue"])
         deployment = served.config
+        built = build_instances(
+            served.config,
+            served.catalog,
+            served.tools,
+            self.families,
+            prebuilt=self._instances,
+            environ=self._environ,
+        )
+        # Closed when this worker stops (``run_worker``); prebuilt instances are the caller's.
+        closing = [obj for obj in built.values() if hasattr(obj, "aclose")]
+        if closing:
+            self._closing.setdefault(config["task_queue"], []).append(closing)
         runtime = ToolRuntime(
             served.catalog,
             deployment.ceiling_policy(),
@@ -177,17 +192,7 @@ class ToolCallsPlugin(SimplePlugin):
             result_bytes=deployment.payloads.result_bytes,
             codec=client.data_converter.payload_codec,
             attestor=inline_attestor(deployment, self._environ),
-            instances={
-                **build_instances(
-                    served.config,
-                    served.catalog,
-                    served.tools,
-                    self.families,
-                    prebuilt=self._instances,
-                    environ=self._environ,
-                ),
-                **self._instances,
-            },
+            instances={**built, **self._instances},
         )
         activities = runtime.tool_activities(served.tools)
         if served.plan:
@@ -210,6 +215,16 @@ class ToolCallsPlugin(SimplePlugin):
             )
         config["activities"] = [*config.get("activities", ()), *activities]
         return config
+
+    async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
+        """Run the worker; once it has stopped, close what its families built for it (an object
+        with an ``aclose`` coroutine method: the document parsers started ahead, say)."""
+        try:
+            await super().run_worker(worker, next)
+        finally:
+            closing = self._closing.get(worker.task_queue)
+            for instance in closing.pop(0) if closing else ():
+                await instance.aclose()
 
     def configure_replayer(self, config: ReplayerConfig) -> ReplayerConfig:
         config = super().configure_replayer(config)

@@ -1,12 +1,14 @@
-"""The parser process: one document in on stdin, its bounded extraction out as JSON on stdout.
+"""The parser process: one document in, its bounded extraction out as JSON on stdout.
 
-``DocumentTools`` runs this file as a script (``python -I extract.py ...``), with the document
-already opened through the roots as its standard input, so nothing here resolves a path. It
-imports only the standard library at start (a parser library is imported for the format that
-needs it), confines itself before touching the document (address space, CPU time, no file
-writes, no core dumps, death with the worker) and writes one JSON object: either
-``{"format", "sections", "truncated"}`` or ``{"error", "message"}``. The worker kills it when it
-runs out of time, and never trusts more of its output than a fixed number of bytes.
+``DocumentTools`` starts this file as a script (``python -I extract.py --parent PID``) ahead of
+the call it will serve, with a Unix socket as its standard input. It arms its death with the
+worker, imports the parser libraries, and waits for one job: the rest of its options, with the
+document (already opened through the roots, so nothing here resolves a path) attached as a
+descriptor, which becomes its stdin (``wait_for_job``). It confines itself before touching the
+document (address space, CPU time, no file writes, no core dumps) and writes one JSON object:
+either ``{"format", "sections", "truncated"}`` or ``{"error", "message"}``, then exits: a process
+serves one document. The worker kills it when it runs out of time, and never trusts more of its
+output than a fixed number of bytes.
 
 Refusals happen before any parser runs: a binary format must carry its magic number, an OLE2
 container (an encrypted Office file, or a legacy .doc/.xls) is refused by its signature, and an
@@ -18,15 +20,21 @@ to its declared size before the library opens it (``check_archive``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import ctypes
 import datetime
+import gc
+import importlib
 import io
 import itertools
 import json
+import math
 import os
 import resource
+import select
 import signal
+import socket
 import struct
 import sys
 import zipfile
@@ -54,6 +62,11 @@ FORMATS = {
 TEXT_FORMATS = frozenset({"txt", "md", "rst", "log", "json", "yaml", "xml"})
 EXTRA_MODULES = {"pdf": "pypdf", "docx": "docx", "xlsx": "openpyxl", "xml": "defusedxml"}
 """The module of the ``documents`` extra each format needs."""
+PRELOADED = ("pypdf", "docx", "openpyxl", "defusedxml.ElementTree")
+"""Imported while the process waits for its job, so that the job does not pay for them; one that
+is missing is reported by the format that needs it. A job that arrives first stops the imports."""
+MAX_JOB_BYTES = 4_096
+"""The job message: a few options as JSON."""
 
 MAX_COLUMNS = 100
 """The spec's column limit: cells past the 100th of a row are dropped (and reported)."""
@@ -417,12 +430,52 @@ def confine(memory_bytes: int, cpu_seconds: int, parent: int) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_NOFILE, (_OPEN_FILES, _OPEN_FILES))
+    die_with(parent)
+
+
+def die_with(parent: int) -> None:
+    """Ask for ``SIGKILL`` when the worker dies, and die now if it is already gone."""
     prctl = getattr(ctypes.CDLL(None), "prctl", None)
     if prctl is not None:
         prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     # The worker may have died before the death signal was armed.
     if os.getppid() != parent:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def wait_for_job() -> argparse.Namespace:
+    """This process's one job, confined, with the document as stdin, once the worker sends it.
+
+    Stdin is a ``SOCK_SEQPACKET`` socket; the job is one message on it: the options that follow
+    this process's own (``--parent``), as a JSON list, with the document's descriptor attached
+    (``SCM_RIGHTS``). A worker that closes the socket instead ends the process. The CPU ceiling
+    counts from here: what the start and the imports used is added to ``--cpu-seconds``.
+    """
+    start = argparse.ArgumentParser(add_help=False)
+    start.add_argument("--parent", type=int, required=True)
+    die_with(start.parse_known_args()[0].parent)
+    channel = socket.socket(fileno=0)
+    try:
+        # A job that came early waits for no more imports than its format needs.
+        for module in PRELOADED:
+            if select.select([channel], [], [], 0)[0]:
+                break
+            with contextlib.suppress(ImportError):
+                importlib.import_module(module)
+        # What the start built lives as long as the process: the collector can skip it.
+        gc.freeze()
+        message, fds, _, _ = socket.recv_fds(channel, MAX_JOB_BYTES, 1)
+    finally:
+        channel.detach()
+    if not fds:
+        sys.exit(0)
+    args = arguments([*sys.argv[1:], *json.loads(message)])
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    spent = math.ceil(usage.ru_utime + usage.ru_stime)
+    confine(args.memory_bytes, args.cpu_seconds + spent, args.parent)
+    os.dup2(fds[0], 0)
+    os.close(fds[0])
+    return args
 
 
 def arguments(argv: list[str] | None = None) -> argparse.Namespace:
@@ -460,12 +513,14 @@ def run(args: argparse.Namespace, stream: IO[bytes]) -> dict[str, Any]:
 
 
 def main() -> None:
-    args = arguments()
-    confine(args.memory_bytes, args.cpu_seconds, args.parent)
+    args = wait_for_job()
     with os.fdopen(0, "rb", closefd=False) as stream:
         payload = run(args, stream)
     sys.stdout.buffer.write(json.dumps(payload, ensure_ascii=False).encode("utf-8"))
     sys.stdout.flush()
+    # Tearing the parser libraries down at exit takes longer than most parses; nothing is left
+    # to write, and the worker waits for the end of the output, which is the process's end.
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,10 @@ MAX_MEMORY_BYTES = 536_870_912
 """Address space of the parser process (``RLIMIT_AS``); not in the spec, which leaves it open."""
 MIN_MEMORY_BYTES = 134_217_728
 """Below this the interpreter and a parser library cannot even start."""
+WARM_PARSERS = 1
+"""Parser processes a worker keeps started, each waiting for one document."""
+MAX_WARM_PARSERS = 8
+"""Each waiting process holds an interpreter and the parser libraries (about 50 MB resident)."""
 
 
 def output_chars_ceiling(result_bytes: int) -> int:
@@ -56,3 +60,5 @@ class DocumentSettings(BaseModel):
     """Wall-clock time one parse may take before its process is killed."""
     max_memory_bytes: int = Field(default=MAX_MEMORY_BYTES, ge=MIN_MEMORY_BYTES)
     """Address-space ceiling of the parser process."""
+    warm_parsers: int = Field(default=WARM_PARSERS, ge=0, le=MAX_WARM_PARSERS)
+    """Parser processes kept started, each waiting for one document; 0 starts one per call."""

@@ -3,11 +3,13 @@
 What they can touch: regular files below the deployment's document roots, read-only. The worker
 opens the file through ``Roots`` (the file tools' rules: absolute paths, no ``..``, no symlinks,
 no special files, by the kernel), checks its size, and hands the open descriptor to a parser
-process as its standard input, so nothing re-resolves the path. The parser (``extract``) runs in
-its own process group with an address-space and CPU ceiling; the worker heartbeats while it
-waits, reads at most ``MAX_PARSER_OUTPUT_BYTES`` of its answer (more with a payload store), and
-kills the group on timeout, cancellation or worker shutdown. A parser that hangs or explodes costs
-one killed process, never the worker's event loop or memory.
+process over a Unix socket, where it becomes the parser's standard input, so nothing re-resolves
+the path. The parser (``extract``) is started ahead of the call (``warm``) and serves this one
+document only, in its own process group, under an address-space and CPU ceiling it sets once the
+job is known; the worker heartbeats while it waits, reads at most ``MAX_PARSER_OUTPUT_BYTES`` of
+its answer (more with a payload store), and kills the group when the call ends: on timeout,
+cancellation or worker shutdown too. A parser that hangs or explodes costs one killed process,
+never the worker's event loop or memory.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
 
 from activities.base import CallContext
-from activities.child_process import collect, ended, kill
+from activities.child_process import collect, ended
 from activities.documents import extract
 from activities.documents.models import (
     DocumentMatch,
@@ -38,13 +40,14 @@ from activities.documents.models import (
     Section,
 )
 from activities.documents.settings import DocumentSettings
+from activities.documents.warm import WarmParsers
 from activities.errors import tool_error
 from activities.family import Extra
 from activities.files.paths import Located, PathError, Roots, regular_file
 from activities.files.reading import path_failure, refused
 from activities.heartbeat import Heartbeat
 from activities.limits import MAX_PAYLOAD_BYTES, output_bytes
-from activities.processes.runner import budget_left, spawn
+from activities.processes.runner import budget_left
 from workflows.models import ErrorCode
 
 PARSER_SCRIPT = extract.__file__
@@ -89,9 +92,11 @@ class Extracted:
 class DocumentTools:
     """The document tools, confined to ``roots``.
 
-    ``parser`` is the command that extracts one document (the limits are appended as options);
-    it defaults to this interpreter running ``extract.py`` in isolated mode. ``result_bytes`` is
-    what a result may reach in this deployment (more than 1 MiB with a payload store).
+    ``parser`` is the command that starts a parser process (``--parent`` is appended; the
+    document and its limits come with the job, ``extract.wait_for_job``); it defaults to this
+    interpreter running ``extract.py`` in isolated mode. ``result_bytes`` is what a result may
+    reach in this deployment (more than 1 MiB with a payload store). ``aclose`` kills the parser
+    processes started ahead; the worker calls it when it stops.
     """
 
     def __init__(
@@ -105,9 +110,14 @@ class DocumentTools:
         self.settings = settings
         self.roots = roots
         self.parser = tuple(parser or (sys.executable, "-I", PARSER_SCRIPT))
+        self.parsers = WarmParsers(self.parser, _ENV, settings.warm_parsers)
         self.max_result_bytes = output_bytes(result_bytes)
         # The parser's JSON answer for the largest extraction a result may carry, with room.
         self.max_parser_output = MAX_PARSER_OUTPUT_BYTES * result_bytes // MAX_PAYLOAD_BYTES
+
+    async def aclose(self) -> None:
+        """Kill the parser processes waiting for a document."""
+        await self.parsers.aclose()
 
     async def read_document(self, args: ReadDocumentArgs, call: CallContext) -> ReadDocumentResult:
         """The located text and table rows of a document, within the deployment's limits."""
@@ -194,10 +204,10 @@ class DocumentTools:
             raise refused(tool, located.path, f"is larger than max_file_bytes ({limit} bytes)")
         return fd, size
 
-    def _argv(self, fmt: str, timeout: float) -> list[str]:
+    def _options(self, fmt: str, timeout: float) -> list[str]:
+        """The job's options, as the parser process receives them."""
         s = self.settings
         return [
-            *self.parser,
             "--format",
             fmt,
             "--max-chars",
@@ -211,8 +221,6 @@ class DocumentTools:
             # CPU time can only run short of wall time; the wall-clock kill is the real bound.
             "--cpu-seconds",
             str(int(timeout) + 1),
-            "--parent",
-            str(os.getpid()),
         ]
 
     async def _parse(self, tool: str, path: str, fmt: str, fd: int) -> dict[str, Any]:
@@ -224,18 +232,15 @@ class DocumentTools:
                 raise tool_error(
                     ErrorCode.BUDGET_EXCEEDED, f"{tool}: {path}: no time left to parse"
                 )
-        process, canceled = await spawn(
-            *self._argv(fmt, timeout),
-            stdin=fd,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=_ENV,
-            cwd="/",
-            start_new_session=True,
-        )
-        if canceled:
-            await kill(process)
-            raise asyncio.CancelledError
+        options = self._options(fmt, timeout)
+        parser = await self.parsers.take()
+        if not parser.hand_over(options, fd):
+            # It died while it waited (killed from outside, say): a new one takes the job, and
+            # should it fail too, its end is reported below like any parser's.
+            await asyncio.shield(self.parsers.release(parser))
+            parser = await self.parsers.start()
+            parser.hand_over(options, fd)
+        process = parser.process
         try:
             async with Heartbeat(path=path, format=fmt, pid=process.pid):
                 out, err, overflow = await asyncio.wait_for(
@@ -247,7 +252,7 @@ class DocumentTools:
                 f"{tool}: {path}: parsing took longer than {timeout:g} s; the parser was stopped",
             ) from None
         finally:
-            await asyncio.shield(kill(process))
+            await asyncio.shield(self.parsers.release(parser))
         if overflow:
             raise tool_error(
                 ErrorCode.EXECUTION_FAILED,

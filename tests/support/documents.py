@@ -10,8 +10,8 @@ import struct
 import sys
 import zipfile
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from activities.documents.settings import DocumentSettings
 from activities.documents.tools import DocumentTools
 from activities.files.paths import Roots
 from tests.support import processes
+from tests.support.children import children
 
 CALL = CallContext(
     workflow_id="wf", call_id="call", idempotency_key="wf:call", approval=None, precondition=None
@@ -262,15 +263,29 @@ EXTERNAL_ENTITY = b"""<?xml version="1.0"?>
 """
 
 
-@contextmanager
-def document_tools(
+@asynccontextmanager
+async def document_tools(
     root: Path, *, parser: Sequence[str] | None = None, **settings: Any
-) -> Iterator[DocumentTools]:
+) -> AsyncIterator[DocumentTools]:
+    """The document tools over ``root``; their parser processes are killed at the end."""
     roots = Roots([root])
+    tools = DocumentTools(DocumentSettings(roots=[root], **settings), roots, parser=parser)
     try:
-        yield DocumentTools(DocumentSettings(roots=[root], **settings), roots, parser=parser)
+        yield tools
     finally:
+        await tools.aclose()
         roots.close()
+
+
+async def spare_parsers(tools: DocumentTools) -> set[int]:
+    """The parser processes started ahead of a call and waiting for one."""
+    return set(await tools.parsers.waiting())
+
+
+async def busy_children(tools: DocumentTools) -> set[int]:
+    """This process's live children but the parsers waiting for a call."""
+    spare = await spare_parsers(tools)
+    return children() - spare
 
 
 def hostile(mode: str) -> list[str]:

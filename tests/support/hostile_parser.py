@@ -1,14 +1,16 @@
 """A stand-in parser that confines itself exactly like ``extract.py`` and then misbehaves.
 
-Run as ``python hostile_parser.py MODE <extract.py options>``: ``sleep`` hangs (a parser stuck in
-a loop), ``allocate`` asks for more memory than its ceiling, ``spin`` burns CPU, ``flood`` writes
-output without end, ``no-pypdf`` runs the real extraction as if the ``documents`` extra were
-missing.
+Run as ``python hostile_parser.py MODE --parent PID``, it waits for its job as the real parser
+does (``extract.wait_for_job``: limits in force, the document on stdin), then: ``sleep`` hangs (a
+parser stuck in a loop), ``allocate`` asks for more memory than its ceiling, ``spin`` burns CPU,
+``flood`` writes output without end, ``hang-on-pdf`` hangs on a PDF and extracts anything else
+for real, ``no-pypdf`` runs the real extraction as if the ``documents`` extra were missing.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
 import time
@@ -24,9 +26,15 @@ def main() -> None:
     extract = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(extract)
     mode = sys.argv.pop(1)
-    args = extract.arguments()
-    extract.confine(args.memory_bytes, args.cpu_seconds, args.parent)
-    if mode == "sleep":
+    if mode == "no-pypdf":
+        sys.modules["pypdf"] = None  # type: ignore[assignment]
+        extract.main()
+        return
+    args = extract.wait_for_job()
+    if mode == "hang-on-pdf" and args.format != "pdf":
+        with os.fdopen(0, "rb", closefd=False) as stream:
+            sys.stdout.write(json.dumps(extract.run(args, stream)))
+    elif mode in ("sleep", "hang-on-pdf"):
         print(os.getpid(), file=sys.stderr, flush=True)
         time.sleep(600)
     elif mode == "allocate":
@@ -38,9 +46,6 @@ def main() -> None:
     elif mode == "flood":
         while True:
             sys.stdout.write("x" * 65536)
-    elif mode == "no-pypdf":
-        sys.modules["pypdf"] = None  # type: ignore[assignment]
-        extract.main()
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +19,7 @@ def root(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def tools(root: Path) -> Iterator[DocumentTools]:
+async def tools(root: Path) -> AsyncIterator[DocumentTools]:
     """The document tools over ``root`` with the default settings."""
-    with document_tools(root) as tools:
+    async with document_tools(root) as tools:
         yield tools

@@ -6,6 +6,7 @@ parser process, not by a process being killed."""
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 import tracemalloc
@@ -16,7 +17,9 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from activities.documents import extract
-from activities.documents.settings import MAX_ARCHIVE_BYTES
+from activities.documents.settings import MAX_ARCHIVE_BYTES, DocumentSettings
+from activities.documents.tools import DocumentTools
+from activities.files.paths import Roots
 from tests.support.documents import (
     deflate_zeros,
     document_tools,
@@ -31,15 +34,19 @@ from tests.support.filetrees import real_root
 MIB = 1 << 20
 CHECK_MEMORY = 2 * MIB
 """What the check may allocate while it reads a bomb: a few 64 KiB chunks, not the bomb."""
-MEASURED = (
-    "import os, subprocess, sys; argv = sys.argv[1:]; "
-    "argv[argv.index('--parent') + 1] = str(os.getpid()); child = subprocess.Popen(argv); "
-    "_, status, usage = os.wait4(child.pid, 0); "
-    "print(usage.ru_maxrss, os.waitstatus_to_exitcode(status), file=sys.stderr)"
-)
-"""Runs the parser (as its parent) and reports its peak resident size and exit code on stderr. A
-small launcher, because a child's peak counts what it shared with its parent before ``exec``:
-started from the test process itself, it would start at pytest's size."""
+MEASURED = """
+import json, os, socket, subprocess, sys
+command, options = json.loads(sys.argv[1])
+ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+child = subprocess.Popen([*command, "--parent", str(os.getpid())], stdin=theirs)
+socket.send_fds(ours, [json.dumps(options).encode()], [0])
+_, status, usage = os.wait4(child.pid, 0)
+print(usage.ru_maxrss, os.waitstatus_to_exitcode(status), file=sys.stderr)
+"""
+"""Starts the parser (as its parent), hands it the job and the document on its own stdin as the
+worker does, and reports the parser's peak resident size and exit code on stderr. A small
+launcher, because a child's peak counts what it shared with its parent before ``exec``: started
+from the test process itself, it would start at pytest's size."""
 
 
 def checked(data: bytes) -> tuple[extract.Refused | None, int]:
@@ -119,11 +126,13 @@ def test_the_parser_process_refuses_a_2_gib_bomb_in_little_memory(tmp_path: Path
     path.write_bytes(
         lying_entry(docx_file(["hello"]), "word/document.xml", deflate_zeros(2 << 30), 1_600)
     )
-    with document_tools(real_root(tmp_path)) as tools:
-        argv = tools._argv("docx", 30)
+    settings = DocumentSettings(roots=[real_root(tmp_path)])
+    tools = DocumentTools(settings, Roots(settings.roots))
+    job = json.dumps([tools.parser, tools._options("docx", 30)])
+    tools.roots.close()
     with path.open("rb") as stdin:
         done = subprocess.run(
-            [sys.executable, "-I", "-c", MEASURED, *argv],
+            [sys.executable, "-I", "-c", MEASURED, job],
             stdin=stdin,
             capture_output=True,
             cwd="/",
@@ -144,8 +153,9 @@ async def test_the_tool_reports_the_bomb_as_refused(tmp_path: Path) -> None:
     root = real_root(tmp_path)
     bomb = lying_entry(docx_file(["hello"]), "word/document.xml", deflate_zeros(64 * MIB), 1_600)
     (root / "bomb.docx").write_bytes(bomb)
-    with document_tools(root) as tools, pytest.raises(ApplicationError) as caught:
-        await read(tools, root / "bomb.docx")
+    async with document_tools(root) as tools:
+        with pytest.raises(ApplicationError) as caught:
+            await read(tools, root / "bomb.docx")
     assert caught.value.type == "invalid_arguments"
     assert caught.value.message.endswith(
         "archive entry word/document.xml inflates past its declared 1600 bytes (a zip bomb)"

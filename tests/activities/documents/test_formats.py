@@ -90,7 +90,7 @@ async def test_text_formats_are_returned_as_text(
 
 async def test_output_chars_are_shared_by_text_and_cells(root: Path) -> None:
     (root / "big.csv").write_text("".join(f"{i:04d},{'x' * 6}\n" for i in range(100)))
-    with document_tools(root, max_output_chars=25) as tools:
+    async with document_tools(root, max_output_chars=25) as tools:
         result = await read(tools, root / "big.csv")
     # 10 characters a row: two rows, then five characters of the third.
     assert result.sections[0].rows == [["0000", "xxxxxx"], ["0001", "xxxxxx"], ["0002", "x"]]
@@ -99,7 +99,7 @@ async def test_output_chars_are_shared_by_text_and_cells(root: Path) -> None:
 
 async def test_empty_cells_cost_a_character_and_columns_stop_at_100(root: Path) -> None:
     (root / "wide.csv").write_text(",".join(["v"] * 150) + "\n" + ",,,,x\n")
-    with document_tools(root) as tools:
+    async with document_tools(root) as tools:
         result = await read(tools, root / "wide.csv")
     rows = result.sections[0].rows
     assert rows is not None
@@ -107,7 +107,7 @@ async def test_empty_cells_cost_a_character_and_columns_stop_at_100(root: Path) 
     assert rows[1] == ["", "", "", "", "x"]
     assert result.truncated is True
     (root / "empty.csv").write_text(",".join([""] * 50 + ["y"]) + "\n")
-    with document_tools(root, max_output_chars=10) as tools:
+    async with document_tools(root, max_output_chars=10) as tools:
         cut = await read(tools, root / "empty.csv")
     assert cut.sections[0].rows == [[""] * 10]
     assert cut.truncated is True
@@ -115,7 +115,7 @@ async def test_empty_cells_cost_a_character_and_columns_stop_at_100(root: Path) 
 
 async def test_sections_are_limited(root: Path) -> None:
     (root / "pages.pdf").write_bytes(text_pdf([[f"page {i}"] for i in range(1, 6)]))
-    with document_tools(root, max_sections=3) as tools:
+    async with document_tools(root, max_sections=3) as tools:
         result = await read(tools, root / "pages.pdf")
     assert [s.location for s in result.sections] == ["page 1", "page 2", "page 3"]
     assert result.truncated is True
@@ -123,7 +123,7 @@ async def test_sections_are_limited(root: Path) -> None:
 
 async def test_text_is_cut_at_the_character_limit(root: Path) -> None:
     (root / "long.md").write_text("line\n" * 100)
-    with document_tools(root, max_output_chars=12) as tools:
+    async with document_tools(root, max_output_chars=12) as tools:
         result = await read(tools, root / "long.md")
     assert [(s.location, s.text) for s in result.sections] == [("lines 1-3", "line\nline\nli")]
     assert result.truncated is True
@@ -163,7 +163,7 @@ async def test_search_is_literal_bounded_and_reports_truncation(
     capped = await search(tools, root / "n.txt", "a.b", max_results=3)
     assert len(capped.matches) == 3
     assert capped.truncated is True
-    with document_tools(root, max_output_chars=40) as small:
+    async with document_tools(root, max_output_chars=40) as small:
         cut = await search(small, root / "n.txt", "zzz")
     assert cut.matches == []
     assert cut.truncated is True  # nothing found in a cut extraction proves nothing
@@ -193,8 +193,6 @@ async def test_unknown_extension_and_binary_text_are_refused(
 
 async def test_files_over_max_file_bytes_are_refused_before_parsing(root: Path) -> None:
     (root / "big.txt").write_text("x" * 101)
-    with (
-        document_tools(root, max_file_bytes=100) as tools,
-        pytest.raises(ApplicationError, match=r"larger than max_file_bytes \(100 bytes\)"),
-    ):
-        await read(tools, root / "big.txt")
+    async with document_tools(root, max_file_bytes=100) as tools:
+        with pytest.raises(ApplicationError, match=r"larger than max_file_bytes \(100 bytes\)"):
+            await read(tools, root / "big.txt")

@@ -19,7 +19,7 @@ from temporalio.exceptions import ApplicationError, CancelledError
 
 from activities.documents import extract
 from activities.documents.models import ReadDocumentArgs, ReadDocumentResult
-from activities.documents.settings import DocumentSettings
+from activities.documents.settings import MAX_TIMEOUT_SECONDS, DocumentSettings
 from activities.documents.tools import MAX_RESULT_BYTES, DocumentTools
 from activities.files.paths import Located, Roots
 from tests.support.children import children
@@ -29,6 +29,7 @@ from tests.support.documents import (
     EXTERNAL_ENTITY,
     LZW_CYCLE_BYTES,
     activity_env,
+    busy_children,
     declare_size,
     document_tools,
     docx_file,
@@ -178,11 +179,11 @@ async def test_pdf_lzw_bomb_stops_at_the_decompression_limit(
     )
     (root / "lzw.pdf").write_bytes(readable)
     assert (await read(tools, root / "lzw.pdf")).sections[0].text == "lzw text"
-    before = children()
+    before = await busy_children(tools)
     message = await refusal(tools, root / "bomb.pdf", "execution_failed")
     # pypdf's own output limit, not the memory ceiling or the timeout, stops it.
     assert "LimitReachedError: Limit reached while decompressing" in message
-    assert children() == before
+    assert await busy_children(tools) == before
 
 
 @pytest.mark.parametrize(
@@ -254,7 +255,7 @@ async def test_paths_outside_the_roots_are_refused(root: Path, tools: DocumentTo
 async def test_a_hanging_parser_is_killed_at_its_timeout(root: Path) -> None:
     (root / "a.pdf").write_bytes(text_pdf([["x"]]))
     before = children()
-    with document_tools(root, parser=hostile("sleep"), timeout_seconds=1) as tools:
+    async with document_tools(root, parser=hostile("sleep"), timeout_seconds=1) as tools:
         started = time.monotonic()
         message = await refusal(tools, root / "a.pdf", "timed_out")
     # Stopped at its timeout, not when the parser's 600 s sleep would have ended.
@@ -267,12 +268,12 @@ async def test_cancellation_kills_the_parser(root: Path) -> None:
     (root / "a.pdf").write_bytes(text_pdf([["x"]]))
     before = children()
     env = activity_env(heartbeat=0.3)
-    with document_tools(root, parser=hostile("sleep")) as tools:
+    async with document_tools(root, parser=hostile("sleep")) as tools:
         task = asyncio.ensure_future(
             env.run(tools.read_document, ReadDocumentArgs(path=f"{root}/a.pdf"), CALL)
         )
         await asyncio.sleep(1.0)
-        assert len(children() - before) == 1
+        assert len(await busy_children(tools) - before) == 1
         env.cancel()
         with pytest.raises((asyncio.CancelledError, CancelledError)):
             await asyncio.wait_for(task, 5)
@@ -281,23 +282,26 @@ async def test_cancellation_kills_the_parser(root: Path) -> None:
 
 async def test_memory_and_cpu_ceilings_stop_the_parser(root: Path) -> None:
     (root / "a.pdf").write_bytes(text_pdf([["x"]]))
-    with document_tools(root, parser=hostile("allocate")) as tools:
+    async with document_tools(root, parser=hostile("allocate")) as tools:
         assert "ran out of memory" in await refusal(tools, root / "a.pdf", "execution_failed")
     # RLIMIT_CPU is the parser's own bound, one second past its wall-clock timeout (here 1 s).
-    with document_tools(root, parser=hostile("spin"), timeout_seconds=1) as tools:
+    async with document_tools(root, parser=hostile("spin"), timeout_seconds=1) as tools:
         assert await refusal(tools, root / "a.pdf", "timed_out")
 
 
 async def test_a_flooding_parser_is_cut_off(root: Path) -> None:
     (root / "a.pdf").write_bytes(text_pdf([["x"]]))
-    with document_tools(root, parser=hostile("flood")) as tools:
+    # The longest timeout: only the output's bound may stop it, however loaded the machine.
+    async with document_tools(
+        root, parser=hostile("flood"), timeout_seconds=MAX_TIMEOUT_SECONDS
+    ) as tools:
         message = await refusal(tools, root / "a.pdf", "execution_failed")
     assert "wrote more than" in message
 
 
 async def test_a_missing_parser_library_is_a_configuration_error(root: Path) -> None:
     (root / "a.pdf").write_bytes(text_pdf([["x"]]))
-    with document_tools(root, parser=hostile("no-pypdf")) as tools:
+    async with document_tools(root, parser=hostile("no-pypdf")) as tools:
         message = await refusal(tools, root / "a.pdf", "configuration_error")
     assert message == (
         "read_document: reading pdf needs the documents extra (pypdf): "
@@ -330,7 +334,7 @@ async def test_a_sheet_title_cannot_inflate_locations(root: Path) -> None:
     workbook = zipfile.ZipFile(io.BytesIO(data)).read("xl/workbook.xml")
     workbook = workbook.replace(b'name="S"', b'name="' + b"T" * 20_000 + b'"')
     (root / "a.xlsx").write_bytes(rewrite_zip(data, {"xl/workbook.xml": workbook}))
-    with document_tools(root) as tools:
+    async with document_tools(root) as tools:
         result = await read(tools, root / "a.xlsx")
         found = await search(tools, root / "a.xlsx", "v", max_results=100)
     assert len(result.sections) == 100
@@ -345,7 +349,7 @@ async def test_read_results_stay_under_the_payload_cap_at_the_character_ceiling(
 ) -> None:
     # One control character a row costs one character and eleven JSON bytes (["\u0001"],).
     (root / "a.csv").write_bytes(b"a\n\n" + b"\x01\n" * 100_000)
-    with document_tools(root, max_output_chars=100_000) as tools:
+    async with document_tools(root, max_output_chars=100_000) as tools:
         result = await read(tools, root / "a.csv")
     assert len(result.model_dump_json().encode()) <= MAX_RESULT_BYTES
     assert [section.location for section in result.sections] == ["row 1"]

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 import unicodedata
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -166,35 +166,36 @@ def files(root: Path) -> Iterator[file_writes.Files]:
     files.close()
 
 
-@contextmanager
-def executions(
+@asynccontextmanager
+async def executions(
     root: Path, files: file_writes.Files
-) -> Iterator[list[tuple[str, Callable[[str], Awaitable[Any]]]]]:
+) -> AsyncIterator[list[tuple[str, Callable[[str], Awaitable[Any]]]]]:
     """Each path tool (and each write's approval preview) run with arguments no plan checked."""
-    with read_tools(root) as reads, documents.document_tools(root) as docs:
-        writes = files.tools
+    async with documents.document_tools(root) as docs:
+        with read_tools(root) as reads:
+            writes = files.tools
 
-        def run(
-            tool: str, method: Callable[..., Awaitable[Any]], env: ActivityEnvironment
-        ) -> tuple[str, Callable[[str], Awaitable[Any]]]:
-            async def execute(path: str) -> Any:
-                args = ARGS[tool].model_construct(**arguments(tool, path))
-                return await env.run(method, args, CALL)
+            def run(
+                tool: str, method: Callable[..., Awaitable[Any]], env: ActivityEnvironment
+            ) -> tuple[str, Callable[[str], Awaitable[Any]]]:
+                async def execute(path: str) -> Any:
+                    args = ARGS[tool].model_construct(**arguments(tool, path))
+                    return await env.run(method, args, CALL)
 
-            return tool, execute
+                return tool, execute
 
-        yield [
-            run("read_file", reads.read_file, activity_env()),
-            run("list_files", reads.list_files, activity_env()),
-            run("search_files", reads.search_files, activity_env()),
-            *(
-                run(tool, getattr(writes, prefix + tool), activity_env())
-                for tool in ("create_file", "replace_file", "edit_file")
-                for prefix in ("prepare_", "")
-            ),
-            run("read_document", docs.read_document, documents.activity_env()),
-            run("search_document", docs.search_document, documents.activity_env()),
-        ]
+            yield [
+                run("read_file", reads.read_file, activity_env()),
+                run("list_files", reads.list_files, activity_env()),
+                run("search_files", reads.search_files, activity_env()),
+                *(
+                    run(tool, getattr(writes, prefix + tool), activity_env())
+                    for tool in ("create_file", "replace_file", "edit_file")
+                    for prefix in ("prepare_", "")
+                ),
+                run("read_document", docs.read_document, documents.activity_env()),
+                run("search_document", docs.search_document, documents.activity_env()),
+            ]
 
 
 @pytest.mark.parametrize("case", list(REFUSED))
@@ -203,7 +204,7 @@ async def test_every_path_tool_refuses_existing_names_in_the_activity_too(
 ) -> None:
     name, reason = REFUSED[case]
     before = sorted(os.listdir(root))
-    with executions(root, files) as tools:
+    async with executions(root, files) as tools:
         assert sorted({tool for tool, _ in tools}) == sorted(PATH_TOOLS)
         for tool, execute in tools:
             for path in (f"{root}/{name}", f"{root}/{name}/x.txt"):
