@@ -17,7 +17,7 @@ import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import rfc8785
 from pydantic import BaseModel, ValidationError
@@ -124,6 +124,13 @@ def call_digest(tool: str, arguments: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_call(tool, arguments)).hexdigest()
 
 
+class Planned(NamedTuple):
+    """A plan's outcome and the arguments it validated (``None`` if they were not valid)."""
+
+    outcome: PlanOutcome
+    args: ToolArgs | None = None
+
+
 class Catalog:
     """The enabled tools of one deployment, with validated options."""
 
@@ -218,25 +225,54 @@ class Catalog:
         webhooks: Sequence[str] = (),
     ) -> PlanOutcome:
         """Validate a call and fix everything about it that replay must not recompute."""
+        return self.plan_call(request, ceiling, local_tools, approvers, webhooks).outcome
+
+    def plan_call(
+        self,
+        request: PlanInput,
+        ceiling: CapabilityPolicy,
+        local_tools: frozenset[str],
+        approvers: ApproversSettings | None = None,
+        webhooks: Sequence[str] = (),
+    ) -> Planned:
+        """``plan``, with the arguments it validated, for a caller that runs the tool at once
+        (validating them again would parse them twice)."""
         profile = request.profile
         if profile is not None and profile not in self.settings.profiles:
-            return PlanOutcome(error=_denied(f"no profile {profile[:64]!r} on this deployment"))
+            denied = _denied(f"no profile {profile[:64]!r} on this deployment")
+            return Planned(PlanOutcome(error=denied))
         offered = self.settings.profiles[profile] if profile is not None else list(self._specs)
         spec = self._specs.get(request.tool)
         if spec is None:
-            return PlanOutcome(
-                error=ToolError(
-                    code=ErrorCode.UNKNOWN_TOOL,
-                    message=f"unknown tool {request.tool[:64]!r}; available: {', '.join(offered)}",
-                )
+            unknown = ToolError(
+                code=ErrorCode.UNKNOWN_TOOL,
+                message=f"unknown tool {request.tool[:64]!r}; available: {', '.join(offered)}",
             )
+            return Planned(PlanOutcome(error=unknown))
         if spec.name not in offered:
             # Like a call the ceiling denies: no approval can add a tool to a profile.
-            return PlanOutcome(error=_denied(f"{spec.name}: not in profile {profile}"))
+            return Planned(PlanOutcome(error=_denied(f"{spec.name}: not in profile {profile}")))
         try:
             args = spec.arguments.model_validate(request.arguments)
         except ValidationError as exc:
-            return PlanOutcome(error=invalid_arguments(spec.name, exc))
+            return Planned(PlanOutcome(error=invalid_arguments(spec.name, exc)))
+        outcome = self._plan_valid(
+            request, spec, args, offered, ceiling, local_tools, approvers, webhooks
+        )
+        return Planned(outcome, args)
+
+    def _plan_valid(
+        self,
+        request: PlanInput,
+        spec: ToolSpec,
+        args: ToolArgs,
+        offered: Sequence[str],
+        ceiling: CapabilityPolicy,
+        local_tools: frozenset[str],
+        approvers: ApproversSettings | None,
+        webhooks: Sequence[str],
+    ) -> PlanOutcome:
+        profile = request.profile
         arguments = args.model_dump(mode="json")
         capabilities = spec.capabilities_for(args)
         unknown = [cap for cap in capabilities if cap not in CAPABILITIES]

@@ -27,6 +27,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from temporalio import activity
+from temporalio.api.common.v1 import Payload
+from temporalio.common import RawValue
 from temporalio.converter import PayloadCodec
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
@@ -65,6 +67,9 @@ ToolMethod = Callable[[ToolArgs, CallContext], Awaitable[Any]]
 log = logging.getLogger(__name__)
 LOGGED_MESSAGE_CHARS = 300
 """An expected failure's message is cut to this in its log line."""
+MAX_CEILING_DECISIONS = 4096
+"""Ceiling decisions a worker keeps (one per tool and capability set it has run); a tool whose
+capabilities depend on its arguments has a few sets, so this is never reached in practice."""
 _EXPECTED_CODES = frozenset(code.value for code in ErrorCode) - {ErrorCode.INTERNAL.value}
 
 
@@ -90,6 +95,8 @@ class ToolRuntime:
         inline call runs a tool activity here."""
         self.catalog = catalog
         self.ceiling = ceiling or default_ceiling()
+        self._ceiling_decisions: dict[tuple[str, tuple[str, ...]], policy.Decision] = {}
+        self._decided_for = self.ceiling
         self.approvers = approvers
         self.webhooks = tuple(webhooks)
         self._instances: dict[type, object] = dict(instances or {})
@@ -109,15 +116,22 @@ class ToolRuntime:
 
         @activity.defn(name=PLAN_ACTIVITY)
         async def plan(input: PlanInput) -> PlanOutcome:
-            outcome = self.catalog.plan(input, self.ceiling, local, self.approvers, self.webhooks)
+            outcome, args = self.catalog.plan_call(
+                input, self.ceiling, local, self.approvers, self.webhooks
+            )
             if input.inline and outcome.plan is not None and self.attestor is not None:
                 planned = outcome.plan
                 attestation = self.attestor.issue(
                     activity.info(), input.call_id or "", planned.digest, planned.visible_tools
                 )
                 outcome = outcome.model_copy(update={"attestation": attestation})
-            if input.run and outcome.plan is not None and _runs_in_plan(outcome.plan, input):
-                return await self._run_in_plan(outcome, input)
+            if (
+                input.run
+                and outcome.plan is not None
+                and args is not None
+                and _runs_in_plan(outcome.plan, input)
+            ):
+                return await self._run_in_plan(outcome, args, input)
             return outcome
 
         @activity.defn(name=DEFINITIONS_ACTIVITY)
@@ -126,11 +140,13 @@ class ToolRuntime:
 
         return [plan, definitions]
 
-    async def _run_in_plan(self, outcome: PlanOutcome, input: PlanInput) -> PlanOutcome:
+    async def _run_in_plan(
+        self, outcome: PlanOutcome, args: ToolArgs, input: PlanInput
+    ) -> PlanOutcome:
         """Run an allowed pure tool inside the plan: the call needs no other activity.
 
         It runs here, in this worker, under the plan's options and the same checks of its result
-        as an execute activity; the arguments are the ones just validated and digested.
+        as an execute activity; ``args`` are the ones just validated and digested.
         """
         plan = outcome.plan
         assert plan is not None
@@ -147,7 +163,6 @@ class ToolRuntime:
         )
         try:
             with _expected_failures(spec.name, execute):
-                args = spec.arguments.model_validate(plan.arguments)
                 result = await _call(spec, getattr(instance, spec.name), args, execute)
                 if not isinstance(result, spec.result):
                     raise tool_error(
@@ -213,9 +228,10 @@ class ToolRuntime:
             if not isinstance(result, spec.result):
                 raise tool_error(ErrorCode.INTERNAL, f"{spec.name}: returned the wrong result type")
             with _expected_failures(spec.name, input):
-                await self._check_size(spec, "result", result)
+                payload = await self._check_size(spec, "result", result)
             telemetry.result_returned(spec.name, result)
-            return result
+            # The payload just measured is the one the SDK would make again from ``result``.
+            return RawValue(payload)
 
         return execute
 
@@ -234,8 +250,9 @@ class ToolRuntime:
 
         return prepare
 
-    async def _check_size(self, spec: ToolSpec, what: str, value: BaseModel) -> None:
-        """The central payload cap: nothing over ``result_bytes`` leaves an activity."""
+    async def _check_size(self, spec: ToolSpec, what: str, value: BaseModel) -> Payload:
+        """The central payload cap: nothing over ``result_bytes`` leaves an activity. Returns
+        ``value``'s payload as the worker's converter makes it (before its codec)."""
         payload = activity.payload_converter().to_payload(value)
         size = len(payload.data)
         # Encryption adds tens of bytes and compression only shrinks: the codec is worth running
@@ -248,6 +265,23 @@ class ToolRuntime:
                 ErrorCode.OUTPUT_TOO_LARGE,
                 f"{spec.name}: {what} is {size} bytes; the limit is {self.result_bytes}",
             )
+        return payload
+
+    def _ceiling_decision(self, tool: str, capabilities: Sequence[str]) -> policy.Decision:
+        """The deployment ceiling's decision on ``tool`` needing ``capabilities``: a function of
+        the two for a given (immutable) ceiling, so each pair is evaluated once per ceiling."""
+        if self._decided_for is not self.ceiling:
+            self._ceiling_decisions.clear()
+            self._decided_for = self.ceiling
+        key = (tool, tuple(capabilities))
+        decision = self._ceiling_decisions.get(key)
+        if decision is None:
+            if len(self._ceiling_decisions) >= MAX_CEILING_DECISIONS:
+                self._ceiling_decisions.clear()
+            ceiling = policy.evaluate(self.ceiling, tool, capabilities, policy.DEPLOYMENT)
+            decision = policy.decide(ceiling, None, tool, capabilities)
+            self._ceiling_decisions[key] = decision
+        return decision
 
     def _admit(self, spec: ToolSpec, input: ExecuteInput, *, execute: bool) -> ToolArgs:
         """The validated arguments, once the call is shown to be the one planned and allowed."""
@@ -274,9 +308,7 @@ class ToolRuntime:
             raise tool_error(
                 ErrorCode.POLICY_DENIED, f"{spec.name}: arguments do not match the call's digest"
             )
-        capabilities = spec.capabilities_for(args)
-        ceiling = policy.evaluate(self.ceiling, spec.name, capabilities, policy.DEPLOYMENT)
-        decision = policy.decide(ceiling, None, spec.name, capabilities)
+        decision = self._ceiling_decision(spec.name, spec.capabilities_for(args))
         if decision.effect is Effect.DENY:
             raise tool_error(
                 ErrorCode.POLICY_DENIED,

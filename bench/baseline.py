@@ -4,7 +4,11 @@ No plan, no policy, no search attributes, no event log: the workflow runs the ac
 options it is given (the catalog's options for the tool) and returns the activity's result. It
 lives in its own module that imports only what a minimal workflow would, so the sandbox re-imports
 as little for it as for a user's own small workflow. Its inputs are a plain dict and a model from
-a pass-through module, so decoding them reuses cached type adapters, as ``ToolCallWorkflow``'s do.
+a pass-through module. The SDK gives every workflow run a payload converter of its own, so each
+run builds its type adapters again, as ``ToolCallWorkflow``'s runs do; the ones for
+``dict[str, Any]`` and ``dict`` cost more to build than a model's (about 150 and 60 µs against
+15-20), about 0.2 ms per call that ``ToolCallWorkflow``, whose inputs and results are models,
+does not pay.
 """
 
 from __future__ import annotations

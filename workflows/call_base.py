@@ -134,10 +134,11 @@ class CallBase:
         plan: CallPlan = outcome.plan
         self._plan = plan
         self._outcome = outcome
-        self._search_updates += [
-            SEARCH_TOOL.value_set(plan.tool),
-            SEARCH_CAPABILITIES.value_set(plan.capabilities),
-        ]
+        # The request's tool name is pending already and is the plan's (the catalog finds a tool
+        # by its name): upserting it twice would only cost the workflow task another encoding.
+        if plan.tool != self._request.tool[:MAX_KEYWORD_CHARS]:
+            self._search_updates.append(SEARCH_TOOL.value_set(plan.tool))
+        self._search_updates.append(SEARCH_CAPABILITIES.value_set(plan.capabilities))
         caps = ", ".join(plan.capabilities) or "no capabilities"
         self._event(EventKind.PLANNED, f"{plan.tool} ({plan.side_effect.value}; {caps})")
         telemetry.planned(self._call_id, plan)
@@ -383,16 +384,17 @@ class CallBase:
     ) -> ToolCallResult:
         if self._result is not None:
             return self._result
+        now = workflow.now()  # one clock reading: workflow time does not move within a task
         if self._dropped_events:
             self._events.append(
                 CallEvent(
-                    at=workflow.now(),
+                    at=now,
                     kind=EventKind.SIGNAL_IGNORED,
                     message=f"{self._dropped_events} more ignored signals not listed",
                 )
             )
         finished = f"{status.value}: {error.message}" if error else status.value
-        self._events.append(CallEvent(at=workflow.now(), kind=EventKind.FINISHED, message=finished))
+        self._events.append(CallEvent(at=now, kind=EventKind.FINISHED, message=finished))
         plan = self._plan
         self._result = ToolCallResult(
             workflow_id=self._workflow_id,
@@ -410,7 +412,7 @@ class CallBase:
             capabilities=plan.capabilities if plan else [],
             events=list(self._events),
             started_at=self._started_at,
-            finished_at=workflow.now(),
+            finished_at=now,
             waited_seconds=self._waited.total_seconds(),
             run_seconds=self._ran.total_seconds(),
         )

@@ -17,6 +17,7 @@ Nothing here adds a command to history: the recorded histories replay unchanged.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
@@ -45,6 +46,12 @@ denied, timed_out)."""
 APPROVAL_WAIT_BUCKETS = (1.0, 5.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 14400.0, 86400.0, 604800.0)
 """Seconds: approvals take from seconds to days."""
 WORKFLOW_METRICS = (CALLS, CALL_ERRORS, DECISIONS, APPROVAL_WAIT)
+_COUNTERS = {
+    CALLS: "Tool calls that ended, by final status",
+    CALL_ERRORS: "Tool calls that ended with an error, by error code",
+    DECISIONS: "Approval decisions received, by channel and outcome",
+}
+"""Each counter's description."""
 
 UNKNOWN_TOOL = "unknown"
 """The ``tool`` label of a call naming a tool the deployment does not have: the model chose the
@@ -127,7 +134,18 @@ def call_ended(result: ToolCallResult, *, planned: bool) -> None:
     _count(CALLS, {"tool": tool, "status": result.status.value})
     if code is not None:
         _count(CALL_ERRORS, {"tool": tool, "code": code.value})
-    # The SDK's workflow logger skips replays too, and adds the workflow's details.
+    _span(
+        SPAN_RESULT,
+        result.call_id,
+        tool,
+        result.capabilities,
+        status=result.status.value,
+        **({"error_code": code.value} if code is not None else {}),
+    )
+    # The SDK's workflow logger skips replays too, and adds the workflow's details. Asked first,
+    # so that a worker not logging at INFO does not build the record's fields for every call.
+    if not workflow.logger.isEnabledFor(logging.INFO):
+        return
     workflow.logger.info(
         "%s call %s ended: %s%s",
         result.tool,
@@ -142,25 +160,12 @@ def call_ended(result: ToolCallResult, *, planned: bool) -> None:
             "error_code": code.value if code is not None else None,
         },
     )
-    _span(
-        SPAN_RESULT,
-        result.call_id,
-        tool,
-        result.capabilities,
-        status=result.status.value,
-        **({"error_code": code.value} if code is not None else {}),
-    )
 
 
 def _count(name: str, labels: Mapping[str, str]) -> None:
     if _replaying():
         return
-    description = {
-        CALLS: "Tool calls that ended, by final status",
-        CALL_ERRORS: "Tool calls that ended with an error, by error code",
-        DECISIONS: "Approval decisions received, by channel and outcome",
-    }[name]
-    workflow.metric_meter().create_counter(name, description).add(1, dict(labels))
+    workflow.metric_meter().create_counter(name, _COUNTERS[name]).add(1, dict(labels))
 
 
 def _replaying() -> bool:

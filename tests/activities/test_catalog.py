@@ -290,6 +290,18 @@ def test_plan_normalises_arguments_and_digests_them() -> None:
     assert planned.digest == call_digest("probe_echo", planned.arguments)
 
 
+def test_plan_call_hands_over_the_arguments_it_digested() -> None:
+    cat = catalog()
+    request = PlanInput(tool="probe_echo", arguments={"text": "hi", "size": None})
+    outcome, args = cat.plan_call(request, default_ceiling(), frozenset())
+    assert outcome == cat.plan(request, default_ceiling(), frozenset())
+    assert isinstance(args, EchoArgs)
+    assert outcome.plan is not None
+    assert call_digest("probe_echo", args.model_dump(mode="json")) == outcome.plan.digest
+    invalid = PlanInput(tool="probe_echo", arguments={"text": 5})
+    assert cat.plan_call(invalid, default_ceiling(), frozenset()).args is None
+
+
 def test_digest_binds_tool_and_arguments_not_their_spelling() -> None:
     cat = catalog()
     same = {

@@ -320,6 +320,16 @@ async def test_ceiling_deny_refuses_prepare_and_execute(client: Client, task_que
     assert probes.runs == {}
 
 
+def test_ceiling_decisions_are_kept_per_ceiling() -> None:
+    runtime = ToolRuntime(CATALOG, ALLOW_ALL)
+    capabilities = ["filesystem.write"]
+    first = runtime._ceiling_decision("probe_write", capabilities)
+    assert first.effect is Effect.ALLOW
+    assert runtime._ceiling_decision("probe_write", capabilities) is first
+    runtime.ceiling = CapabilityPolicy(rules={"filesystem.*": Effect.DENY})
+    assert runtime._ceiling_decision("probe_write", capabilities).effect is Effect.DENY
+
+
 async def test_result_over_the_payload_cap(client: Client, task_queue: str) -> None:
     # EchoResult's JSON is '{"text":"..."}': 11 bytes around the text.
     at_cap = planned("probe_echo", {"size": MAX_PAYLOAD_BYTES - 11})
