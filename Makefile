@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 CONFIG ?= examples/toolcalls.toml
 
-.PHONY: run test test-servers test-browser lint typecheck check record-histories bench bench-overhead bench-inline bench-search bench-documents clean
+.PHONY: run test test-servers test-browser lint typecheck check record-histories bench bench-overhead bench-inline bench-search bench-documents bench-scale clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -60,6 +60,9 @@ bench-search: $(STAMP)
 
 bench-documents: $(STAMP)
 	$(BIN)/python -m bench.documents
+
+bench-scale: $(STAMP)
+	$(BIN)/python -m bench.scale --calls 1000 10000
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

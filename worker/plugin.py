@@ -36,6 +36,7 @@ from worker.config import Config, ConfigError, build_catalog
 from worker.inbox.settings import with_inbox_groups
 from worker.payloads.converter import PayloadPipeline, payload_pipeline
 from worker.payloads.keys import KeysError, load_keys
+from worker.sandbox import ContextRunner
 from worker.telemetry.tracing import (
     TracingUnavailable,
     install_tracer_provider,
@@ -57,8 +58,11 @@ PASSTHROUGH_MODULES = (
 
 
 def sandbox_runner(*, isolate: bool = True) -> SandboxedWorkflowRunner:
-    """The sandbox for ``ToolCallWorkflow``; ``isolate=False`` shares the ``workflows`` package."""
-    return _with_passthrough(SandboxedWorkflowRunner(), isolate=isolate)
+    """The sandbox for ``ToolCallWorkflow``; ``isolate=False`` shares the ``workflows`` package.
+
+    It is the SDK's sandbox with the per-payload context lookup made direct (``worker.sandbox``).
+    """
+    return _with_passthrough(ContextRunner(), isolate=isolate)
 
 
 def _with_passthrough(runner: SandboxedWorkflowRunner, *, isolate: bool) -> SandboxedWorkflowRunner:
@@ -257,6 +261,11 @@ class ToolCallsPlugin(SimplePlugin):
         # A runner of the user's own choosing that is not the sandbox is left alone.
         if existing is None:
             return sandbox_runner(isolate=isolate)
+        if type(existing) is SandboxedWorkflowRunner:
+            # The SDK's own sandbox (a Worker's default): the same settings, direct lookups.
+            existing = ContextRunner(
+                restrictions=existing.restrictions, runner_class=existing.runner_class
+            )
         if isinstance(existing, SandboxedWorkflowRunner):
             return _with_passthrough(existing, isolate=isolate)
         return existing

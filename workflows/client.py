@@ -93,6 +93,8 @@ WAITING_CALLS = (
 WAITING_PARENTS = f"{SEARCH_INLINE_WAITING.name} > 0"
 """Parents whose inline calls wait for a human (the memo lists them)."""
 PENDING_QUERY = f'ExecutionStatus = "Running" AND (({WAITING_CALLS}) OR {WAITING_PARENTS})'
+PAGE_TOKEN_TAG = b"toolcalls-pending:1:"
+"""Begins a ``pending_page`` token that carries the listing's total before the server's token."""
 
 
 __all__ = [
@@ -253,20 +255,27 @@ class ToolCallClient(ClientBase):
         """One page of the calls waiting for a human, with how many wait in all and the token of
         the next page (``None`` on the last). A page holds ``page_size`` workflows: a parent
         brings all its waiting inline calls, so a page may hold more calls than that. The total
-        counts every call, so it reads the count of each parent whose inline calls wait."""
+        counts every call, so it reads the count of each parent whose inline calls wait.
+
+        The total is counted for the first page and carried by the tokens of the pages after it:
+        a count reads every waiting call, so counting for each page would make listing them all
+        cost the square of their number. A page read with a token shows the total as it was when
+        the listing began."""
         if not 1 <= page_size <= MAX_PAGE_SIZE:
             raise ValueError(f"page_size must be 1-{MAX_PAGE_SIZE}")
-        token = base64.urlsafe_b64decode(page_token.encode()) if page_token else None
+        token, total = _read_page_token(page_token) if page_token else (None, None)
         listing = self.client.list_workflows(
             PENDING_QUERY, page_size=page_size, next_page_token=token
         )
         await listing.fetch_next_page()
         calls = [c for e in listing.current_page or [] for c in await _pending_calls(e)]
+        if total is None:
+            total = await self._waiting_total()
         following = listing.next_page_token
         return PendingPage(
             calls=calls,
-            total=await self._waiting_total(),
-            next_page_token=base64.urlsafe_b64encode(following).decode() if following else None,
+            total=total,
+            next_page_token=_page_token(following, total) if following else None,
         )
 
     async def _waiting_total(self) -> int:
@@ -356,6 +365,24 @@ class ToolCallClient(ClientBase):
     async def revoke_grant(self, grant_id: str, *, by: str = "", reason: str | None = None) -> None:
         """End a standing grant now; later calls it would have approved ask a human again."""
         await revoke_grant(self.client, grant_id, Revocation(by=by, reason=reason))
+
+
+def _page_token(server_token: bytes, total: int) -> str:
+    """The next page's token: the server's, with the total counted for the first page."""
+    return base64.urlsafe_b64encode(PAGE_TOKEN_TAG + f"{total}:".encode() + server_token).decode()
+
+
+def _read_page_token(page_token: str) -> tuple[bytes, int | None]:
+    """The server's token and the carried total (``None`` for a token without one).
+
+    Raises:
+        ValueError: the token is not base64 or its total is not a number.
+    """
+    raw = base64.urlsafe_b64decode(page_token.encode())
+    if not raw.startswith(PAGE_TOKEN_TAG):
+        return raw, None
+    total, _, server_token = raw[len(PAGE_TOKEN_TAG) :].partition(b":")
+    return server_token, int(total)
 
 
 async def _pending_calls(execution: WorkflowExecution) -> list[PendingCall]:

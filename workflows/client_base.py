@@ -130,14 +130,25 @@ class ClientBase:
         return self.client.get_workflow_handle_for(ToolCallWorkflow.run, workflow_id)
 
     async def worker_serving(self, task_queue: str) -> bool:
-        """Whether a worker polled ``task_queue`` for workflow tasks in the last minute."""
-        response = await self.client.workflow_service.describe_task_queue(
-            DescribeTaskQueueRequest(
-                namespace=self.client.namespace,
-                task_queue=TaskQueue(name=task_queue),
-                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        """Whether a worker polled ``task_queue`` for workflow tasks in the last minute.
+
+        ``False`` too when the server does not answer within ``probe_timeout`` (a server busy
+        with thousands of calls can take longer): callers then take the way that needs no worker
+        (a decision goes as a signal), instead of failing.
+        """
+        try:
+            response = await self.client.workflow_service.describe_task_queue(
+                DescribeTaskQueueRequest(
+                    namespace=self.client.namespace,
+                    task_queue=TaskQueue(name=task_queue),
+                    task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+                ),
+                timeout=self.probe_timeout,
             )
-        )
+        except RPCError as exc:
+            if exc.status in NO_ANSWER:
+                return False
+            raise
         now = datetime.now(UTC)
         return any(
             now - poller.last_access_time.ToDatetime(UTC) < POLLER_FRESHNESS
@@ -187,10 +198,9 @@ class ClientBase:
         except WorkflowUpdateFailedError as exc:
             return Outcome(Delivery.REJECTED, reason=update_reason(exc))
         except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
-            await signal_after_timeout(
+            return await signal_after_timeout(
                 handle, exc, signal, DecisionInput(**decision.model_dump(exclude={"approved"}))
             )
-            return Outcome(Delivery.QUEUED)
         except RPCError as exc:
             if exc.status is RPCStatusCode.NOT_FOUND:
                 return Outcome(Delivery.REJECTED, reason="the call has ended")
@@ -322,8 +332,7 @@ class ClientBase:
         except WorkflowUpdateFailedError as exc:
             return Outcome(Delivery.REJECTED, reason=update_reason(exc))
         except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
-            await signal_after_timeout(handle, exc, ToolCallWorkflow.answer_signal, answer)
-            return Outcome(Delivery.QUEUED)
+            return await signal_after_timeout(handle, exc, ToolCallWorkflow.answer_signal, answer)
         return Outcome(Delivery.ACCEPTED, record=output)
 
     async def _memo(self, workflow_id: str, key: str, model: type[_M]) -> _M | None:

@@ -59,6 +59,7 @@ from workflows.views import CallNotFound, CallView, Delivery, NoPendingRequest, 
 if TYPE_CHECKING:
     from workflows.client_base import ClientBase
 
+PARENT_ENDED = "the call's parent workflow has ended"
 NO_ANSWER = (
     RPCStatusCode.CANCELLED,  # how the SDK reports its own RPC timeout
     RPCStatusCode.DEADLINE_EXCEEDED,
@@ -113,15 +114,26 @@ async def signal_after_timeout(
     exc: WorkflowUpdateRPCTimeoutOrCancelledError,
     signal: Any,
     payload: object,
-) -> None:
+    *,
+    ended: str = "the call has ended",
+) -> Outcome:
     """Send ``signal`` when an update timed out: the worker that answered the probe is gone.
 
     If the update was delivered after all, the workflow takes the first of the two and records
-    the other as ignored. A cancellation of the caller is not a timeout: it propagates.
+    the other as ignored; if it was delivered and the workflow has ended since, there is nothing
+    left to signal and the outcome is ``REJECTED`` with ``ended`` as the reason, as for any
+    decision sent to a call that has ended. A cancellation of the caller is not a timeout: it
+    propagates.
     """
     if isinstance(exc.__cause__, asyncio.CancelledError):
         raise asyncio.CancelledError
-    await handle.signal(signal, payload)
+    try:
+        await handle.signal(signal, payload)
+    except RPCError as err:
+        if err.status is RPCStatusCode.NOT_FOUND:
+            return Outcome(Delivery.REJECTED, reason=ended)
+        raise
+    return Outcome(Delivery.QUEUED)
 
 
 class InlineRoutes:
@@ -192,7 +204,7 @@ class InlineRoutes:
         signal, queued until one does; what the parent refuses comes back ``REJECTED``."""
         description = await ref.parent.describe()
         if description.status is not WorkflowExecutionStatus.RUNNING:
-            raise NoPendingRequest(f"{ref.workflow_id}: the call's parent workflow has ended")
+            raise NoPendingRequest(f"{ref.workflow_id}: {PARENT_ENDED}")
         if await self._probe(ref, description) is None:
             await ref.parent.signal(signal, queued)
             return Outcome(Delivery.QUEUED)
@@ -203,11 +215,10 @@ class InlineRoutes:
         except WorkflowUpdateFailedError as exc:
             return Outcome(Delivery.REJECTED, reason=update_reason(exc))
         except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
-            await signal_after_timeout(ref.parent, exc, signal, queued)
-            return Outcome(Delivery.QUEUED)
+            return await signal_after_timeout(ref.parent, exc, signal, queued, ended=PARENT_ENDED)
         except RPCError as exc:
             if exc.status is RPCStatusCode.NOT_FOUND:
-                return Outcome(Delivery.REJECTED, reason="the call's parent workflow has ended")
+                return Outcome(Delivery.REJECTED, reason=PARENT_ENDED)
             raise
         return Outcome(Delivery.ACCEPTED, record=record)
 

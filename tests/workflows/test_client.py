@@ -6,6 +6,7 @@ Deciding and answering through it are in ``test_client_decide.py``.
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
 import uuid
 import zlib
@@ -34,7 +35,13 @@ from tests.support.harness import (
     running_worker,
     start_call,
 )
-from workflows.client import CallConflict, Delivery, PayloadTooLarge, ToolCallClient
+from workflows.client import (
+    PAGE_TOKEN_TAG,
+    CallConflict,
+    Delivery,
+    PayloadTooLarge,
+    ToolCallClient,
+)
 from workflows.limits import PAYLOAD_LIMIT_BYTES, encoded_size
 from workflows.models import (
     SEARCH_STATUS,
@@ -424,3 +431,31 @@ async def test_pending_pages_with_a_token_and_counts_every_waiting_call(
             await handle.terminate("test over")
     with pytest.raises(ValueError, match="page_size must be 1-1000"):
         await calls.pending_page(page_size=0)
+
+
+async def test_later_pages_carry_the_total_counted_for_the_first(
+    client: Client, task_queue: str
+) -> None:
+    calls = ToolCallClient(client, task_queue=task_queue)
+    async with running_worker(client, make_config(task_queue)):
+        handles = [
+            await start_call(client, task_queue, "probe_write", {"token": f"carry-{n}"})
+            for n in range(2)
+        ]
+        for handle in handles:
+            await pending_approval(handle)
+        for _ in range(100):  # visibility is eventually consistent
+            first = await calls.pending_page(page_size=1)
+            if first.total >= len(handles) and first.next_page_token:
+                break
+            await asyncio.sleep(0.1)
+        assert first.next_page_token is not None
+        for handle in handles:
+            await handle.terminate("test over")
+        # Counted again, the total would fall as the terminated calls leave visibility.
+        second = await calls.pending_page(page_size=1, page_token=first.next_page_token)
+        assert second.total == first.total
+    with pytest.raises(ValueError, match="invalid literal"):
+        await calls.pending_page(
+            page_token=base64.urlsafe_b64encode(PAGE_TOKEN_TAG + b"x:").decode()
+        )

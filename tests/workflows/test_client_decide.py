@@ -9,7 +9,12 @@ from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
+from temporalio.service import RPCError, RPCStatusCode
 
 from tests.support.client import ASK, listed_pending, question_request, write_request
 from tests.support.harness import history_types, make_config, running_worker
@@ -20,6 +25,7 @@ from workflows.client import (
     PendingCall,
     ToolCallClient,
 )
+from workflows.client_inline import signal_after_timeout
 from workflows.limits import PAYLOAD_LIMIT_BYTES
 from workflows.models import (
     ApprovalDecision,
@@ -34,6 +40,7 @@ from workflows.models import (
     QuestionStatus,
     ToolCallRequest,
 )
+from workflows.tool_call import ToolCallWorkflow
 
 PROBE = timedelta(seconds=2)
 UPDATE_EVENTS = {
@@ -373,3 +380,36 @@ async def test_decisions_and_answers_too_large_are_refused_before_they_are_sent(
         assert (await tools.answer(ask.id, "CSV")).delivery is Delivery.ACCEPTED
         results = await asyncio.wait_for(asyncio.gather(write.result(), ask.result()), 30)
     assert [r.status for r in results] == [CallStatus.COMPLETED] * 2
+
+
+class _EndedHandle:
+    """A handle whose workflow ended while the update was on its way: signals are refused."""
+
+    async def signal(self, signal: Any, payload: object) -> None:
+        raise RPCError("workflow execution already completed", RPCStatusCode.NOT_FOUND, b"")
+
+
+async def test_an_update_that_timed_out_on_a_call_that_ended_is_rejected_not_raised() -> None:
+    # The update was delivered after its RPC timed out and the call ended: the fallback signal
+    # has nothing to reach, which is the outcome of a decision sent to an ended call.
+    outcome = await signal_after_timeout(
+        _EndedHandle(),  # type: ignore[arg-type]
+        WorkflowUpdateRPCTimeoutOrCancelledError(),
+        ToolCallWorkflow.approve,
+        {},
+    )
+    assert (outcome.delivery, outcome.reason) == (Delivery.REJECTED, "the call has ended")
+
+
+async def test_a_task_queue_the_server_is_too_busy_to_describe_counts_as_unserved(
+    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A server busy with thousands of calls let DescribeTaskQueue run past the SDK's timeout:
+    # the decision must take the signal, not fail with the RPC's error.
+    tools = ToolCallClient(client, task_queue=task_queue, probe_timeout=PROBE)
+
+    async def too_busy(*args: object, **kwargs: object) -> None:
+        raise RPCError("operation was canceled", RPCStatusCode.CANCELLED, b"")
+
+    monkeypatch.setattr(tools.client.workflow_service, "describe_task_queue", too_busy)
+    assert await tools.worker_serving(task_queue) is False

@@ -30,12 +30,16 @@ def webhook(server: LoopbackServer, name: str, path: str = "/hook", **more: Any)
     return {"name": name, "url": server.url(path), "allow_private_address": True, **more}
 
 
-async def received(server: LoopbackServer, count: int) -> list[dict[str, Any]]:
-    for _ in range(300):
-        if len(server.requests) >= count:
-            return [json.loads(seen.body) for seen in server.requests]
+async def received(
+    server: LoopbackServer, count: int, event: str | None = None
+) -> list[dict[str, Any]]:
+    """The bodies posted, once ``count`` have arrived (and, with ``event``, one of that event)."""
+    for _ in range(600):
+        bodies = [json.loads(seen.body) for seen in server.requests]
+        if len(bodies) >= count and (event is None or any(b["event"] == event for b in bodies)):
+            return bodies
         await asyncio.sleep(0.05)
-    raise AssertionError(f"{len(server.requests)} of {count} notifications arrived")
+    raise AssertionError(f"{len(server.requests)} of {count} notifications ({event}) arrived")
 
 
 async def test_a_waiting_call_is_posted_signed_and_in_slacks_format(
@@ -111,7 +115,8 @@ async def test_reminders_and_escalation_are_posted_too(client: Client, task_queu
             handle = await start_call(client, task_queue, "probe_write", {"token": "t"})
             pending = await pending_approval(handle)
             await wait_for(handle, lambda s: any(e.kind is EventKind.ESCALATED for e in s.events))
-            bodies = await received(server, 3)
+            # Reminders go on every 0.5 s: on a loaded machine more may land before the escalation.
+            bodies = await received(server, 3, event="escalated")
             await handle.execute_update(
                 ToolCallWorkflow.decide, decision(pending, approver="carol")
             )

@@ -1,0 +1,65 @@
+"""The workflow sandbox of our workers: the SDK's, with its per-payload context lookup made direct.
+
+For every payload of every activation and completion (three passes each way: codec, external
+storage, references) the SDK asks the workflow instance which serialization context applies, and
+the sandboxed instance answers by compiling and ``exec``-ing a snippet inside the sandbox with its
+import hooks applied. That lookup reads the instance's pending commands and builds a small
+dataclass; it imports nothing and runs no workflow code, yet it was about a third of a worker's
+CPU per call (docs/performance.md, "Scale"). ``ContextRunner`` asks the instance inside the
+sandbox directly. Workflow code still runs only through the sandbox's ``activate``.
+
+It reaches into the SDK's private ``_Instance``: when that moves, the lookup falls back to the
+SDK's own path (and, should the private module itself move, ``ContextRunner`` is the SDK's runner
+unchanged), and ``tests/worker/test_sandbox.py`` fails.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from temporalio.converter import SerializationContext, StorageDriverStoreContext
+from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+if TYPE_CHECKING:
+    from temporalio.worker._command_aware_visitor import CommandInfo
+    from temporalio.worker.workflow_sandbox._runner import _Instance
+else:
+    try:
+        from temporalio.worker.workflow_sandbox._runner import _Instance
+    except ImportError:  # the SDK moved it: ContextRunner is the SDK's runner
+        _Instance = None
+
+IN_SANDBOX = "__temporal_in_sandbox"
+"""Where the SDK keeps the instance's object inside the sandbox (``_Instance``)."""
+
+
+class ContextRunner(SandboxedWorkflowRunner):
+    """``SandboxedWorkflowRunner`` whose instances answer context lookups without ``exec``."""
+
+    def create_instance(self, det: WorkflowInstanceDetails) -> WorkflowInstance:
+        if _Instance is None:
+            return super().create_instance(det)
+        return DirectContexts(det, self.runner_class, self.restrictions)
+
+
+class DirectContexts(_Instance or object):  # type: ignore[misc]
+    """A sandboxed instance that looks payload contexts up on the object inside its sandbox."""
+
+    def get_serialization_context(
+        self, command_info: CommandInfo | None
+    ) -> SerializationContext | None:
+        inside: Any = self.globals_and_locals.get(IN_SANDBOX)
+        if inside is None:
+            return super().get_serialization_context(command_info)  # type: ignore[no-any-return]
+        context: SerializationContext | None = inside.get_serialization_context(command_info)
+        return context
+
+    def get_external_store_context(
+        self, command_info: CommandInfo | None
+    ) -> StorageDriverStoreContext:
+        inside: Any = self.globals_and_locals.get(IN_SANDBOX)
+        if inside is None:
+            return super().get_external_store_context(command_info)  # type: ignore[no-any-return]
+        context: StorageDriverStoreContext = inside.get_external_store_context(command_info)
+        return context
