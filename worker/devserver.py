@@ -73,6 +73,21 @@ def port_in_use(ip: str, port: int) -> bool:
         return sock.connect_ex((ip, port)) == 0
 
 
+LOG_TAIL_BYTES = 4096
+"""How much of the dev server's log is read for the line that says why it stopped."""
+
+
+def _last_line(log_file: Path) -> str:
+    """``": <the log's last line>"``, which says why the server stopped; empty if none."""
+    try:
+        with open(log_file, "rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - LOG_TAIL_BYTES))
+            lines = log.read().decode(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return f": {lines[-1].strip()[:300]}" if lines else ""
+
+
 class DevServer:
     """Starts ``temporal server start-dev`` in its own process group; stops it on exit."""
 
@@ -144,8 +159,8 @@ class DevServer:
         while time.monotonic() < deadline:
             if self._process is not None and self._process.poll() is not None:
                 raise DevServerError(
-                    f"the dev server exited with code {self._process.returncode}; "
-                    f"see {self.log_file}"
+                    f"the dev server exited with code {self._process.returncode}"
+                    f"{_last_line(self.log_file)}; see {self.log_file}"
                 )
             if port_in_use(self.ip, self.port):
                 try:
