@@ -23,7 +23,7 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from workflows import policy, telemetry
 from workflows.approvals import Approvals, allowed_names
-from workflows.call_base import _Ended
+from workflows.call_parts import _Ended
 from workflows.grants_and_notices import GrantsAndNotices, _short
 from workflows.models import (
     MEMO_PENDING_APPROVAL,

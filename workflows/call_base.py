@@ -9,9 +9,8 @@ short, the workflow is one class.
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -27,6 +26,14 @@ from temporalio.exceptions import (
 
 from workflows import telemetry
 from workflows.approvals import Approvals
+from workflows.call_parts import (
+    _STATUS_FOR_CODE,
+    _deadline,
+    _Ended,
+    _last_progress,
+    _name,
+    _non_finite,
+)
 from workflows.models import (
     MEMO_PENDING_APPROVAL,
     MEMO_PENDING_QUESTION,
@@ -59,25 +66,8 @@ MAX_EVENTS = 200
 """Beyond this, further ignored signals are only counted, so a flood cannot bloat the result."""
 MAX_KEYWORD_CHARS = 200
 
-_STATUS_FOR_CODE = {
-    ErrorCode.POLICY_DENIED: CallStatus.DENIED,
-    ErrorCode.APPROVAL_DENIED: CallStatus.DENIED,
-    ErrorCode.APPROVAL_TIMED_OUT: CallStatus.DENIED,
-    ErrorCode.BUDGET_EXCEEDED: CallStatus.DENIED,
-    ErrorCode.TIMED_OUT: CallStatus.TIMED_OUT,
-    ErrorCode.CANCELED: CallStatus.CANCELED,
-    ErrorCode.UNCERTAIN: CallStatus.UNCERTAIN,
-}
 _KNOWN_CODES = {code.value for code in ErrorCode}
 _Payload = TypeVar("_Payload", bound=BaseModel)
-
-
-class _Ended(Exception):
-    """Carries a finished result out of a nested step."""
-
-    def __init__(self, result: ToolCallResult) -> None:
-        super().__init__(result.status)
-        self.result = result
 
 
 class CallBase:
@@ -422,43 +412,3 @@ class CallBase:
         workflow.set_current_details(f"{status.value}: {self._result.tool}")
         telemetry.call_ended(self._result, planned=plan is not None)
         return self._result
-
-
-def _non_finite(arguments: dict[str, Any]) -> list[str]:
-    """The arguments holding a NaN or an infinity anywhere inside (checked without recursion)."""
-    bad = []
-    for name, value in arguments.items():
-        stack = [value]
-        while stack:
-            item = stack.pop()
-            if isinstance(item, float) and not math.isfinite(item):
-                bad.append(name)
-                break
-            if isinstance(item, dict):
-                stack.extend(item.values())
-            elif isinstance(item, list):
-                stack.extend(item)
-    return bad
-
-
-def _deadline(request: ToolCallRequest, started: datetime) -> datetime | None:
-    """The earlier of ``deadline`` and ``started + timeout``; ``None`` when neither is set."""
-    candidates = []
-    if request.deadline is not None:
-        # A naive time cannot be compared with workflow time: the TypeError would fail every
-        # workflow task forever. Read it as UTC, like every time Temporal records.
-        deadline = request.deadline
-        candidates.append(deadline if deadline.tzinfo else deadline.replace(tzinfo=UTC))
-    if request.timeout is not None:
-        candidates.append(started + request.timeout)
-    return min(candidates, default=None)
-
-
-def _last_progress(details: Sequence[Any]) -> dict[str, Any] | None:
-    """The progress a tool last heartbeated (``activities.heartbeat``), if it was an object."""
-    last = details[-1] if details else None
-    return last if isinstance(last, dict) else None
-
-
-def _name(kind: TimeoutType | None) -> str:
-    return kind.name.lower().replace("_", "-") if kind is not None else "unknown"

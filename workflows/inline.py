@@ -34,7 +34,7 @@ from temporalio.exceptions import (
 )
 
 from workflows import policy
-from workflows.call_base import _Ended
+from workflows.call_parts import _Ended
 from workflows.inline_models import InlinePending, inline_workflow_id
 from workflows.models import (
     PLAN_ACTIVITY,

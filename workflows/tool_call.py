@@ -18,7 +18,7 @@ from temporalio.exceptions import ApplicationError, CancelledError
 
 from workflows import policy, telemetry
 from workflows.approval_flow import ApprovalFlow
-from workflows.call_base import _STATUS_FOR_CODE, _Ended
+from workflows.call_parts import _STATUS_FOR_CODE, _Ended
 from workflows.models import (
     MAX_ANSWER_CHARS,
     MEMO_PENDING_QUESTION,

@@ -1,0 +1,71 @@
+"""The pieces of a call's life that need no workflow state: how it ended, how an error code
+maps to a status, its deadline, and what its arguments and heartbeats hold."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from temporalio.exceptions import TimeoutType
+
+from workflows.models import CallStatus, ErrorCode, ToolCallRequest, ToolCallResult
+
+_STATUS_FOR_CODE = {
+    ErrorCode.POLICY_DENIED: CallStatus.DENIED,
+    ErrorCode.APPROVAL_DENIED: CallStatus.DENIED,
+    ErrorCode.APPROVAL_TIMED_OUT: CallStatus.DENIED,
+    ErrorCode.BUDGET_EXCEEDED: CallStatus.DENIED,
+    ErrorCode.TIMED_OUT: CallStatus.TIMED_OUT,
+    ErrorCode.CANCELED: CallStatus.CANCELED,
+    ErrorCode.UNCERTAIN: CallStatus.UNCERTAIN,
+}
+
+
+class _Ended(Exception):
+    """Carries a finished result out of a nested step."""
+
+    def __init__(self, result: ToolCallResult) -> None:
+        super().__init__(result.status)
+        self.result = result
+
+
+def _non_finite(arguments: dict[str, Any]) -> list[str]:
+    """The arguments holding a NaN or an infinity anywhere inside (checked without recursion)."""
+    bad = []
+    for name, value in arguments.items():
+        stack = [value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, float) and not math.isfinite(item):
+                bad.append(name)
+                break
+            if isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+    return bad
+
+
+def _deadline(request: ToolCallRequest, started: datetime) -> datetime | None:
+    """The earlier of ``deadline`` and ``started + timeout``; ``None`` when neither is set."""
+    candidates = []
+    if request.deadline is not None:
+        # A naive time cannot be compared with workflow time: the TypeError would fail every
+        # workflow task forever. Read it as UTC, like every time Temporal records.
+        deadline = request.deadline
+        candidates.append(deadline if deadline.tzinfo else deadline.replace(tzinfo=UTC))
+    if request.timeout is not None:
+        candidates.append(started + request.timeout)
+    return min(candidates, default=None)
+
+
+def _last_progress(details: Sequence[Any]) -> dict[str, Any] | None:
+    """The progress a tool last heartbeated (``activities.heartbeat``), if it was an object."""
+    last = details[-1] if details else None
+    return last if isinstance(last, dict) else None
+
+
+def _name(kind: TimeoutType | None) -> str:
+    return kind.name.lower().replace("_", "-") if kind is not None else "unknown"
