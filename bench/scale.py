@@ -28,26 +28,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import importlib.metadata
 import os
-import platform
 import shutil
-import signal
-import socket
 import sys
 import tempfile
 import time
 import uuid
-from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from bench.scale_process import WorkerProcess, cpu_seconds, free_port
+from bench.scale_report import (
+    DEFAULT_START_CONCURRENCY,
+    PAGE_SIZES,
+    TOOL,
+    Figures,
+    report,
+)
 from worker.devserver import DevServer
 from workflows.client import WAITING_CALLS, ToolCallClient
 from workflows.models import (
@@ -58,199 +59,23 @@ from workflows.models import (
     ToolCallRequest,
 )
 
-TOOL = "calculator"
 ARGUMENTS = {"expression": "(18 + 6) / 3"}
 NEEDS_APPROVAL = CapabilityPolicy(tools={TOOL: Effect.REQUIRE_APPROVAL})
 ALLOW = CapabilityPolicy(tools={TOOL: Effect.ALLOW}, default_effect=Effect.ALLOW)
 WARMUP_CALLS = 5
 """Allowed calls run before measuring, so imports and connections are not counted."""
-DEFAULT_START_CONCURRENCY = 8
-"""Starts in flight at once while putting the N calls into the wait (``--start-concurrency``).
-
-With 64, a SQLite dev server on 2 cores spent itself on the starts at N=10,000 and handed the
-worker its tasks 12 times slower (docs/performance.md, "Scale")."""
-PAGE_SIZES = (100, 1000)
 POLL_SECONDS = 2.0
 """Between counts while waiting for a phase to end: each count reads every call's row, so
 polling faster would add server load that grows with N."""
 WAIT_LIMIT = 3600.0
 """Seconds any one phase may take before the run gives up."""
-READY_TIMEOUT = 120.0
-STOP_TIMEOUT = 60.0
 DEFAULT_CALLS = (1000, 10000)
 DEFAULT_CACHE = 500
 DEFAULT_CONCURRENCY = 32
 DEFAULT_KEEP = 0.1
-SUPER_LINEAR = 1.5
-"""A figure whose growth, against linear, exceeds this is flagged."""
-_TICK = os.sysconf("SC_CLK_TCK")
+
+
 _T = TypeVar("_T")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU seconds of process ``pid``, all its threads."""
-    text = Path(f"/proc/{pid}/stat").read_text()
-    fields = text[text.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / _TICK
-
-
-def rss_mib(pid: int) -> float:
-    """Resident memory of process ``pid``, MiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no VmRSS for process {pid}")
-
-
-class WorkerProcess:
-    """``bench.scale_worker`` in a process group of its own."""
-
-    def __init__(self, process: asyncio.subprocess.Process, spawned: float) -> None:
-        self.process = process
-        self.spawned = spawned
-        self.ready_at = spawned
-        self.gc_seconds = 0.0
-        """CPU seconds of the worker's garbage collector, known once it has stopped."""
-
-    @classmethod
-    async def start(
-        cls, address: str, queue: str, cache: int, workdir: Path, profile: Path | None
-    ) -> WorkerProcess:
-        command = [
-            sys.executable,
-            "-m",
-            "bench.scale_worker",
-            "--address",
-            address,
-            "--task-queue",
-            queue,
-            "--cache",
-            str(cache),
-            "--state-dir",
-            str(workdir / "state"),
-        ]
-        if profile is not None:
-            command += ["--profile", str(profile)]
-        log = (workdir / "worker.log").open("ab")
-        try:
-            process = await asyncio.create_subprocess_exec(
-                *command,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=log,
-                start_new_session=True,
-            )
-        finally:
-            log.close()
-        worker = cls(process, time.perf_counter())
-        await worker._wait_ready()
-        return worker
-
-    async def _wait_ready(self) -> None:
-        assert self.process.stdout is not None
-        try:
-            async with asyncio.timeout(READY_TIMEOUT):
-                line = await self.process.stdout.readline()
-        except TimeoutError:
-            line = b""
-        if line.strip() != b"ready":
-            await self.stop()
-            raise RuntimeError("the worker did not start; see worker.log in the bench's directory")
-        self.ready_at = time.perf_counter()
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def cpu(self) -> float:
-        return cpu_seconds(self.pid)
-
-    def rss(self) -> float:
-        return rss_mib(self.pid)
-
-    async def stop(self) -> None:
-        if self.process.returncode is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.pid, signal.SIGTERM)
-        try:
-            async with asyncio.timeout(STOP_TIMEOUT):
-                await self.process.wait()
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.pid, signal.SIGKILL)
-            await self.process.wait()
-        assert self.process.stdout is not None
-        for line in (await self.process.stdout.read()).decode().splitlines():
-            if line.startswith("gc "):
-                self.gc_seconds = float(line.split()[1])
-
-
-@dataclass
-class Figures:
-    """What one N measured."""
-
-    calls: int
-    cache: int
-    start_concurrency: int = DEFAULT_START_CONCURRENCY
-    to_wait: float = 0.0
-    """Seconds from the first start to all N waiting."""
-    wait_cpu: float = 0.0
-    """Worker CPU seconds spent putting the N calls into the wait."""
-    wait_server_cpu: float = 0.0
-    rss: float = 0.0
-    """Worker MiB resident once all wait."""
-    listing: dict[int, tuple[float, int, int, int]] = field(default_factory=dict)
-    """Per page size: seconds to list every page, pages, calls listed, the total reported."""
-    count_seconds: float = 0.0
-    """One visibility count of the waiting calls."""
-    approved: int = 0
-    approve_seconds: float = 0.0
-    """From the first approval sent to the last one answered."""
-    approved_done: float = 0.0
-    """From the first approval sent to the last approved call ended."""
-    approve_cpu: float = 0.0
-    """Worker CPU seconds from the first approval to the last approved call ended."""
-    approve_server_cpu: float = 0.0
-    gc_seconds: float = 0.0
-    """The first worker's garbage collection over its life: the wait and the approvals."""
-    deliveries: Counter[str] = field(default_factory=Counter)
-    restart_ready: float = 0.0
-    """Seconds from spawning the new worker to its polling."""
-    restart_batch: int = 0
-    restart_first: float = 0.0
-    """Seconds from the new worker's polling to the first remaining call ended."""
-    restart_last: float = 0.0
-    restart_cpu: float = 0.0
-    restart_deliveries: Counter[str] = field(default_factory=Counter)
-
-    @property
-    def ms_per_call_to_wait(self) -> float:
-        return self.to_wait / self.calls * 1000
-
-    @property
-    def cpu_per_wait(self) -> float:
-        return self.wait_cpu / self.calls * 1000
-
-    @property
-    def cpu_per_approval(self) -> float:
-        return self.approve_cpu / self.approved * 1000 if self.approved else 0.0
-
-    @property
-    def cpu_per_call(self) -> float:
-        """Worker CPU ms per waited-and-approved call."""
-        return self.cpu_per_wait + self.cpu_per_approval
-
-    @property
-    def approvals_per_second(self) -> float:
-        return self.approved / self.approve_seconds if self.approve_seconds else 0.0
 
 
 async def bounded(
@@ -466,129 +291,6 @@ async def _restart(
 
 async def _at_least(client: Client, query: str, n: int) -> bool:
     return await count(client, query) >= n
-
-
-@dataclass(frozen=True)
-class Row:
-    name: str
-    value: Callable[[Figures], float]
-    fmt: str
-    linear: bool
-    """Grows with N when it scales linearly (a total); otherwise it should stay flat."""
-
-
-def rows() -> list[Row]:
-    out = [
-        Row("to all waiting, s", lambda f: f.to_wait, ".1f", True),
-        Row("to all waiting, ms per call", lambda f: f.ms_per_call_to_wait, ".2f", False),
-        Row("worker CPU to wait, ms per call", lambda f: f.cpu_per_wait, ".2f", False),
-        Row(
-            "server CPU to wait, ms per call",
-            lambda f: f.wait_server_cpu / f.calls * 1000,
-            ".2f",
-            False,
-        ),
-        Row("worker RSS once all wait, MiB", lambda f: f.rss, ".0f", False),
-    ]
-    for size in PAGE_SIZES:
-        out += listing_rows(size)
-    out += [
-        Row("one count of the waiting calls, ms", lambda f: f.count_seconds * 1000, ".1f", False),
-        Row("approvals/s at K concurrent", lambda f: f.approvals_per_second, ".1f", False),
-        Row(
-            "approved: ms to last ended, per call",
-            lambda f: f.approved_done / f.approved * 1000,
-            ".2f",
-            False,
-        ),
-        Row("worker CPU per approval, ms", lambda f: f.cpu_per_approval, ".2f", False),
-        Row(
-            "server CPU per approval, ms",
-            lambda f: f.approve_server_cpu / f.approved * 1000,
-            ".2f",
-            False,
-        ),
-        Row("worker CPU per waited+approved call, ms", lambda f: f.cpu_per_call, ".2f", False),
-        Row(
-            "worker GC per call, ms (wait and approval)",
-            lambda f: f.gc_seconds / f.calls * 1000,
-            ".2f",
-            False,
-        ),
-        Row("restart: new worker ready, s", lambda f: f.restart_ready, ".2f", False),
-        Row("restart: first of batch ended, s", lambda f: f.restart_first, ".2f", False),
-        Row("restart: last of batch ended, s", lambda f: f.restart_last, ".1f", True),
-        Row(
-            "restart: worker CPU per call, ms",
-            lambda f: f.restart_cpu / f.restart_batch * 1000,
-            ".2f",
-            False,
-        ),
-    ]
-    return out
-
-
-def listing_rows(size: int) -> list[Row]:
-    def seconds(f: Figures) -> float:
-        return f.listing[size][0]
-
-    def per_page(f: Figures) -> float:
-        return f.listing[size][0] / f.listing[size][1] * 1000
-
-    def total(f: Figures) -> float:
-        return f.listing[size][3]
-
-    return [
-        Row(f"list all, {size}/page, s", seconds, ".2f", True),
-        Row(f"list all, {size}/page, ms per page", per_page, ".1f", False),
-        Row(f"list all, {size}/page, total reported", total, ".0f", True),
-    ]
-
-
-def report(results: list[Figures], concurrency: int) -> None:
-    print(
-        f"{TOOL} calls needing approval; worker cache {results[0].cache}, approvals "
-        f"{concurrency} at a time (K), SQLite dev server"
-    )
-    print(
-        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}, temporalio {importlib.metadata.version('temporalio')}"
-    )
-    table = rows()
-    header = "".join(f"{f'N={f.calls}':>12}" for f in results)
-    growth = len(results) > 1
-    print(f"{'figure':<44}{header}{'growth':>10}" if growth else f"{'figure':<44}{header}")
-    small, large = results[0], results[-1]
-    scale = large.calls / small.calls
-    flagged = []
-    for row in table:
-        cells = "".join(f"{format(row.value(f), row.fmt):>12}" for f in results)
-        line = f"{row.name:<44}{cells}"
-        if growth:
-            before, after = row.value(small), row.value(large)
-            ratio = after / before if before else float("inf")
-            expected = scale if row.linear else 1.0
-            # A rate falls as its cost per call grows.
-            against = 1 / ratio if row.name.startswith("approvals/s") and ratio else ratio
-            mark = ""
-            if against / expected > SUPER_LINEAR:
-                mark = "  super-linear"
-                flagged.append(row.name)
-            line += f"{ratio:>9.2f}x{mark}"
-        print(line)
-    for f in results:
-        deliveries = ", ".join(f"{k} {v}" for k, v in sorted(f.deliveries.items()))
-        restarted = ", ".join(f"{k} {v}" for k, v in sorted(f.restart_deliveries.items()))
-        print(
-            f"N={f.calls}: approvals {deliveries}; after the restart ({f.restart_batch} calls) "
-            f"{restarted}; listed {', '.join(str(f.listing[s][2]) for s in PAGE_SIZES)}"
-        )
-    if growth:
-        print(
-            f"growth: N={large.calls} over N={small.calls} ({scale:g}x calls); linear is "
-            f"{scale:g}x for totals and 1x for the rest; "
-            + (f"super-linear: {', '.join(flagged)}" if flagged else "nothing super-linear")
-        )
 
 
 def main() -> None:
