@@ -285,11 +285,7 @@ class ClientBase:
             pending = await self._memo(workflow_id, MEMO_PENDING_APPROVAL, ApprovalRequest)
         except Inline as inline:
             pending = await self.inline.pending_approval(inline.ref)
-        if pending is None:
-            raise NoPendingRequest(f"{workflow_id}: no approval is pending")
-        if request_id is not None and pending.request_id != request_id:
-            raise NoPendingRequest(f"{workflow_id}: request {request_id} is no longer pending")
-        return pending
+        return _still_pending(workflow_id, pending, "approval", "request", request_id)
 
     async def pending_question(
         self, workflow_id: str, *, request_id: str | None = None
@@ -299,11 +295,7 @@ class ClientBase:
             pending = await self._memo(workflow_id, MEMO_PENDING_QUESTION, UserQuestion)
         except Inline as inline:
             pending = await self.inline.pending_question(inline.ref)
-        if pending is None:
-            raise NoPendingRequest(f"{workflow_id}: no question is pending")
-        if request_id is not None and pending.request_id != request_id:
-            raise NoPendingRequest(f"{workflow_id}: question {request_id} is no longer pending")
-        return pending
+        return _still_pending(workflow_id, pending, "question", "question", request_id)
 
     async def answer(
         self,
@@ -340,3 +332,18 @@ class ClientBase:
         if description.status is not WorkflowExecutionStatus.RUNNING:
             return None
         return model_or_none(model, (await description.memo()).get(key))
+
+
+_Pending = TypeVar("_Pending", ApprovalRequest, UserQuestion)
+
+
+def _still_pending(
+    workflow_id: str, pending: _Pending | None, what: str, called: str, request_id: str | None
+) -> _Pending:
+    """``pending``, if there is one and it is ``request_id``'s (when given); else
+    ``NoPendingRequest`` naming what is not pending."""
+    if pending is None:
+        raise NoPendingRequest(f"{workflow_id}: no {what} is pending")
+    if request_id is not None and pending.request_id != request_id:
+        raise NoPendingRequest(f"{workflow_id}: {called} {request_id} is no longer pending")
+    return pending
