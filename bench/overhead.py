@@ -13,13 +13,14 @@ Starts its own dev server and four workers in one process and runs ``calculator`
 - ``bare/activity``: the bare workflow running it as a regular activity with the same options
   (start-to-close, schedule-to-start, one attempt).
 
-Every worker is built the same way (sandboxed runner sharing the workflow modules between runs,
-as production workers do, the configuration's cache size and concurrency). Calls are interleaved
-so that machine noise hits all modes alike: sequential calls round-robin, throughput in
-alternating timed rounds. Prints latency
-percentiles of the sequential calls, steady-state throughput at each concurrency, history events
-and workflow tasks per call, ToolCallWorkflow's ratios to the bare workflow, and each ratio the
-goals name against its goal (``GOALS``), met or not.
+Every worker is built the same way (sandboxed runner sharing the workflow modules between runs, as
+production workers do, the configuration's cache size and concurrency). Calls are interleaved so
+that machine noise hits all modes alike: sequential calls and timed throughput rounds go in an
+order where each mode follows each other mode equally often, at the same points of the run on
+average (``balanced``), and after each round the dev server is let go idle before the next. Prints
+latency percentiles of the sequential calls, steady-state throughput at each concurrency, history
+events and workflow tasks per call, ToolCallWorkflow's ratios to the bare workflow, and each ratio
+the goals name against its goal (``GOALS``), met or not.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.metadata
+import itertools
 import os
 import platform
 import statistics
@@ -68,13 +70,20 @@ EXPECTED = 8
 ALLOW = CapabilityPolicy(tools={TOOL: Effect.ALLOW}, default_effect=Effect.ALLOW)
 """The request's policy: allows everything, so the call runs without approval."""
 WARMUP_CALLS = 5
-ROUNDS = 4
-"""Throughput rounds per mode and concurrency; the modes alternate between rounds."""
+SETTLE_SECONDS = 5.0
+"""The longest a throughput round waits, after its last call, for the dev server to go idle."""
+IDLE_SERVER = 0.05
+"""The dev server is idle when it uses less than this share of a core over ``SETTLE_STEP``."""
+SETTLE_STEP = 0.2
 RAMP = 0.5
 """Seconds at the start of a throughput round that are not counted (the pipeline filling)."""
 CALL_TIMEOUT = 60.0
 """Seconds a call may take before the run gives up on it: the workers are overloaded."""
 GOAL_CONCURRENCY = 32
+FLOOR = "bare+status/local"
+"""The bare local workflow that also sets one search attribute when it ends: what an allowed pure
+call costs at least, with the one write ``ToolCallStatus`` needs (the goals compare against the
+plain bare workflow; this one is printed beside them)."""
 
 
 @dataclass(frozen=True)
@@ -119,8 +128,12 @@ class Mode:
     local: bool
     queue: str
     options: ActivityPlan
+    publish: bool = False
+    """The bare workflow sets ``ToolCallStatus`` when it ends (``FLOOR``)."""
     latencies: list[float] = field(default_factory=list)
     throughput: dict[int, float] = field(default_factory=dict)
+    spread: dict[int, tuple[float, float]] = field(default_factory=dict)
+    """Per concurrency: the slowest and the fastest round's calls per second."""
     cpu: dict[int, tuple[float, float | None]] = field(default_factory=dict)
     """Per concurrency: CPU seconds per call of this process (workers and client) and the server."""
     events: int = 0
@@ -152,7 +165,7 @@ class Mode:
             return
         output = await client.execute_workflow(
             BARE_WORKFLOW,
-            args=[ARGUMENTS, self.options],
+            args=[ARGUMENTS, self.options, self.publish],
             id=workflow_id,
             task_queue=self.queue,
             result_type=dict,
@@ -208,7 +221,9 @@ async def steady_throughput(client: Client, mode: Mode, concurrency: int, second
                 counted += 1
 
     await asyncio.gather(*(caller() for _ in range(concurrency)))
-    server_after = server_cpu()
+    # The server's work for the last calls (closing them, their visibility records) is theirs,
+    # and must not slow the next round, which is another mode's.
+    server_after = await settled_server_cpu()
     return Round(
         rate=counted / seconds,
         calls=total,
@@ -217,6 +232,19 @@ async def steady_throughput(client: Client, mode: Mode, concurrency: int, second
         if server is not None and server_after is not None
         else None,
     )
+
+
+async def settled_server_cpu() -> float | None:
+    """The dev server's CPU seconds once it is idle (or after ``SETTLE_SECONDS``)."""
+    last = server_cpu()
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while last is not None and time.monotonic() < deadline:
+        await asyncio.sleep(SETTLE_STEP)
+        now = server_cpu()
+        if now is None or now - last < IDLE_SERVER * SETTLE_STEP:
+            return now
+        last = now
+    return last
 
 
 def server_cpu() -> float | None:
@@ -251,9 +279,16 @@ async def history_shape(client: Client, mode: Mode) -> tuple[int, int]:
     return len(events), tasks
 
 
-def rotated(modes: list[Mode], turn: int) -> list[Mode]:
-    shift = turn % len(modes)
-    return modes[shift:] + modes[:shift]
+def balanced(modes: list[Mode]) -> list[Mode]:
+    """One cycle of the order the modes run in, sequential calls and throughput rounds alike: the
+    pairs of modes (0 1 0 2 0 3 1 2 1 3 2 3 for four), then the same backwards. Every mode runs
+    right after every other mode twice, ``2 * (len(modes) - 1)`` times in all, and on average at
+    the same point of the cycle, so a server that slows as its history grows slows every mode
+    alike. What ran just before a call matters: one that follows a call through a regular
+    activity waits about 10 ms longer for its first workflow task (the server is still closing
+    the other call), and a fixed rotation gave that wait to the same modes every time."""
+    pairs = [modes[k] for i, j in itertools.combinations(range(len(modes)), 2) for k in (i, j)]
+    return pairs + pairs[::-1]
 
 
 def make_modes(run_id: str) -> tuple[list[Mode], dict[str, Config]]:
@@ -270,6 +305,10 @@ def make_modes(run_id: str) -> tuple[list[Mode], dict[str, Config]]:
             options = build_catalog(config).options(TOOL).model_copy(update={"local": local})
             modes.append(Mode(name, tool_call, local, queue, options))
             configs[name] = config
+            if local and not tool_call:
+                queue = f"bench-floor-local-{run_id}"
+                modes.append(Mode(FLOOR, False, True, queue, options, publish=True))
+                configs[FLOOR] = config
     return modes, configs
 
 
@@ -289,20 +328,23 @@ async def run(calls: int, levels: list[int], seconds: float) -> list[Mode]:
         for mode in modes:  # warm up caches, connections, type adapters and the sandbox
             for _ in range(WARMUP_CALLS):
                 await mode.call(client)
-        for turn in range(calls):
-            for mode in rotated(modes, turn):
+        for mode in itertools.cycle(balanced(modes)):
+            if all(len(m.latencies) >= calls for m in modes):
+                break
+            if len(mode.latencies) < calls:
                 mode.latencies.append(await mode.call(client))
         for level in levels:
             rounds: dict[str, list[Round]] = {mode.name: [] for mode in modes}
-            for turn in range(ROUNDS):
-                for mode in rotated(modes, turn):
-                    measured = await steady_throughput(client, mode, level, seconds / ROUNDS)
-                    rounds[mode.name].append(measured)
+            order = balanced(modes)
+            for mode in order:
+                share = seconds * (len(modes) / len(order))
+                rounds[mode.name].append(await steady_throughput(client, mode, level, share))
             for mode in modes:
                 done = rounds[mode.name]
                 calls_made = sum(r.calls for r in done)
                 servers = [r.server_cpu for r in done if r.server_cpu is not None]
                 mode.throughput[level] = statistics.mean(r.rate for r in done)
+                mode.spread[level] = (min(r.rate for r in done), max(r.rate for r in done))
                 mode.cpu[level] = (
                     sum(r.process_cpu for r in done) / calls_made,
                     sum(servers) / calls_made if len(servers) == len(done) else None,
@@ -333,22 +375,24 @@ def report(modes: list[Mode], calls: int, levels: list[int], seconds: float) -> 
     top = max(levels)
     rates = "".join(f"{f'calls/s@{c}':>13}" for c in levels)
     print(
-        f"{'mode':<15}{'p50 ms':>9}{'p99 ms':>9}{'mean ms':>9}{rates}"
-        f"{f'cpu ms@{top}':>12}{'server':>8}{'events':>8}{'tasks':>7}"
+        f"{'mode':<18}{'p50 ms':>9}{'p99 ms':>9}{'mean ms':>9}{rates}"
+        f"{f'rounds@{top}':>13}{f'cpu ms@{top}':>12}{'server':>8}{'events':>8}{'tasks':>7}"
     )
     for m in modes:
         row = "".join(f"{m.throughput[c]:>13.1f}" for c in levels)
         process, server = m.cpu[top]
+        slowest, fastest = m.spread[top]
         print(
-            f"{m.name:<15}{percentile(m.latencies, 0.5) * 1000:>9.1f}"
+            f"{m.name:<18}{percentile(m.latencies, 0.5) * 1000:>9.1f}"
             f"{percentile(m.latencies, 0.99) * 1000:>9.1f}"
-            f"{statistics.mean(m.latencies) * 1000:>9.1f}{row}"
+            f"{statistics.mean(m.latencies) * 1000:>9.1f}{row}{f'{slowest:.0f}-{fastest:.0f}':>13}"
             f"{process * 1000:>12.1f}{'-' if server is None else f'{server * 1000:.1f}':>8}"
             f"{m.events:>8}{m.tasks:>7}"
         )
     print(
         f"cpu ms@{top}: CPU time per call of this process (workers and client), "
-        "server: of the dev server, both while running the calls at that concurrency"
+        "server: of the dev server, both while running the calls at that concurrency; "
+        f"rounds@{top}: the slowest and the fastest round's calls/s"
     )
     by_name = {m.name: m for m in modes}
     print("ToolCallWorkflow / bare")
@@ -364,6 +408,12 @@ def report(modes: list[Mode], calls: int, levels: list[int], seconds: float) -> 
             f"{kind:<10}p50 {latency[0.5]:.2f}x, p99 {latency[0.99]:.2f}x{shown}, "
             f"events {tool.events}/{bare.events}"
         )
+    tool, floor = by_name["tool/local"], by_name[FLOOR]
+    shown = "".join(
+        f", calls/s@{c} {tool.throughput[c] / floor.throughput[c]:.2f}x" for c in levels
+    )
+    p50 = percentile(tool.latencies, 0.5) / percentile(floor.latencies, 0.5)
+    print(f"{'local':<10}p50 {p50:.2f}x{shown}, events {tool.events}/{floor.events}  (/ {FLOOR})")
     print("goals")
     print(f"{'kind':<10}{'ratio':<16}{'measured':>9}{'goal':>10}  result")
     for kind, ratio, value, goal in goal_rows(by_name):
@@ -412,7 +462,7 @@ def main() -> None:
         "--concurrency", type=int, nargs="+", default=[1, 32], help="concurrent calls"
     )
     parser.add_argument(
-        "--seconds", type=float, default=8.0, help="throughput time per mode and concurrency"
+        "--seconds", type=float, default=16.0, help="throughput time per mode and concurrency"
     )
     args = parser.parse_args()
     if args.calls < 1 or args.seconds <= 0 or min(args.concurrency) < 1:
