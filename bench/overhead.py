@@ -3,12 +3,14 @@
     make bench-overhead
     python -m bench.overhead [--calls N] [--concurrency C ...] [--seconds S]
 
-Starts its own dev server and four workers in one process and runs ``calculator`` four ways:
+Starts its own dev server and five workers in one process and runs ``calculator`` five ways:
 
 - ``tool/local``: ``ToolCallWorkflow`` with an allowing policy, pure tools as local activities
   (``activities.local_pure_tools = true``, the default);
 - ``bare/local``: a bare workflow (``bench.baseline``) running the same calculator code as a local
   activity with the catalog's options for it (start-to-close, one attempt);
+- ``bare+status/local``: the same, setting ``ToolCallStatus`` when it ends (``FLOOR``): printed
+  beside the goals, which compare against ``bare/local``;
 - ``tool/activity``: ``ToolCallWorkflow`` with ``local_pure_tools = false``;
 - ``bare/activity``: the bare workflow running it as a regular activity with the same options
   (start-to-close, schedule-to-start, one attempt).
@@ -282,9 +284,9 @@ async def history_shape(client: Client, mode: Mode) -> tuple[int, int]:
 def balanced(modes: list[Mode]) -> list[Mode]:
     """One cycle of the order the modes run in, sequential calls and throughput rounds alike: the
     pairs of modes (0 1 0 2 0 3 1 2 1 3 2 3 for four), then the same backwards. Every mode runs
-    right after every other mode twice, ``2 * (len(modes) - 1)`` times in all, and on average at
-    the same point of the cycle, so a server that slows as its history grows slows every mode
-    alike. What ran just before a call matters: one that follows a call through a regular
+    right after every other mode (twice, but for the first and the last, once each way), runs
+    ``2 * (len(modes) - 1)`` times in all, and on average at the same point of the cycle, so a
+    server that slows as its history grows slows every mode alike. What ran just before a call matters: one that follows a call through a regular
     activity waits about 10 ms longer for its first workflow task (the server is still closing
     the other call), and a fixed rotation gave that wait to the same modes every time."""
     pairs = [modes[k] for i, j in itertools.combinations(range(len(modes)), 2) for k in (i, j)]

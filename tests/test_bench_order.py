@@ -1,0 +1,60 @@
+"""The order ``bench.overhead`` runs its modes in: what ran before a call must not favour a mode."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+
+from bench.overhead import Mode, balanced, make_modes
+from workflows.models import ActivityPlan
+
+OPTIONS = ActivityPlan(
+    task_queue=None,
+    start_to_close=timedelta(seconds=5),
+    schedule_to_start=timedelta(seconds=60),
+    heartbeat=None,
+    maximum_attempts=1,
+)
+
+
+def modes(count: int) -> list[Mode]:
+    return [Mode(f"m{i}", False, True, f"q{i}", OPTIONS) for i in range(count)]
+
+
+@pytest.mark.parametrize("count", [2, 3, 4, 5, 6])
+def test_every_mode_follows_every_other_and_runs_as_often_and_as_early(count: int) -> None:
+    given = modes(count)
+    order = [given.index(mode) for mode in balanced(given)]
+    runs = Counter(order)
+    assert runs == dict.fromkeys(range(count), 2 * (count - 1))
+    # Cyclically, as the benchmark repeats the cycle: each ordered pair of different modes.
+    followed = Counter(zip(order, order[1:] + order[:1], strict=True))
+    for before in range(count):
+        for after in range(count):
+            if before != after:
+                assert followed[before, after] in (1, 2), (before, after)
+    # Only the turns back at either end repeat a mode: the first and the last, once each.
+    assert sum(n for (a, b), n in followed.items() if a == b) == 2
+    positions = {i: statistics.mean(p for p, m in enumerate(order) if m == i) for i in runs}
+    assert len(set(positions.values())) == 1, positions
+
+
+def test_the_benchmark_compares_five_modes_with_the_floor_among_them() -> None:
+    built, configs = make_modes("t")
+    names = [mode.name for mode in built]
+    assert names == [
+        "tool/local",
+        "bare/local",
+        "bare+status/local",
+        "tool/activity",
+        "bare/activity",
+    ]
+    floor = built[2]
+    assert floor.publish
+    assert floor.local
+    assert not floor.tool_call
+    assert len({mode.queue for mode in built}) == 5
+    assert set(configs) == set(names)
