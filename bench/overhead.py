@@ -286,9 +286,10 @@ def balanced(modes: list[Mode]) -> list[Mode]:
     pairs of modes (0 1 0 2 0 3 1 2 1 3 2 3 for four), then the same backwards. Every mode runs
     right after every other mode (twice, but for the first and the last, once each way), runs
     ``2 * (len(modes) - 1)`` times in all, and on average at the same point of the cycle, so a
-    server that slows as its history grows slows every mode alike. What ran just before a call matters: one that follows a call through a regular
-    activity waits about 10 ms longer for its first workflow task (the server is still closing
-    the other call), and a fixed rotation gave that wait to the same modes every time."""
+    server that slows as its history grows slows every mode alike. What ran just before a call
+    matters: one that follows a call through a regular activity waits about 10 ms longer for its
+    first workflow task (the server is still closing the other call), and a fixed rotation gave
+    that wait to the same modes every time."""
     pairs = [modes[k] for i, j in itertools.combinations(range(len(modes)), 2) for k in (i, j)]
     return pairs + pairs[::-1]
 
