@@ -27,7 +27,6 @@ import importlib.metadata
 import os
 import platform
 import statistics
-import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -39,8 +38,10 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from bench import finish
 from bench.inline_parent import BENCH_PARENT, BenchAgentParent, BenchCall
-from bench.overhead import ARGUMENTS, EXPECTED, TOOL, bare_calculator, percentile
+from bench.overhead import ARGUMENTS, EXPECTED, TOOL, bare_calculator
+from bench.overhead_report import percentile
 from worker.config import build_catalog, parse_config
 from worker.devserver import temporal_binary
 from worker.plugin import sandbox_runner
@@ -181,17 +182,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.calls < 1:
         parser.error("--calls must be positive")
-    status = 0
-    try:
-        modes = asyncio.run(run(args.calls))
-        if not report(modes, args.calls):
-            status = 1
-    except RuntimeError as exc:
-        print(f"bench.inline: {exc}", file=sys.stderr)
-        status = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status)  # not a normal exit: temporalio/sdk-python issue 300
+
+    def measure() -> int:
+        return 0 if report(asyncio.run(run(args.calls)), args.calls) else 1
+
+    finish("bench.inline", measure)
 
 
 if __name__ == "__main__":

@@ -22,19 +22,16 @@ order where each mode follows each other mode equally often, at the same points 
 average (``balanced``), and after each round the dev server is let go idle before the next. Prints
 latency percentiles of the sequential calls, steady-state throughput at each concurrency, history
 events and workflow tasks per call, ToolCallWorkflow's ratios to the bare workflow, and each ratio
-the goals name against its goal (``GOALS``), met or not.
+the goals name against its goal (``bench.overhead_report.GOALS``), met or not.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.metadata
 import itertools
 import os
-import platform
 import statistics
-import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -51,7 +48,9 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from activities.base import CallContext
 from activities.core.calculator import CalculatorArgs, CalculatorResult, MathTools
+from bench import finish
 from bench.baseline import BARE_ACTIVITY, BARE_WORKFLOW, BareToolWorkflow
+from bench.overhead_report import FLOOR, report
 from worker.config import Config, build_catalog, parse_config
 from worker.devserver import temporal_binary
 from worker.plugin import PASSTHROUGH_MODULES
@@ -81,28 +80,6 @@ RAMP = 0.5
 """Seconds at the start of a throughput round that are not counted (the pipeline filling)."""
 CALL_TIMEOUT = 60.0
 """Seconds a call may take before the run gives up on it: the workers are overloaded."""
-GOAL_CONCURRENCY = 32
-FLOOR = "bare+status/local"
-"""The bare local workflow that also sets one search attribute when it ends: what an allowed pure
-call costs at least, with the one write ``ToolCallStatus`` needs (the goals compare against the
-plain bare workflow; this one is printed beside them)."""
-
-
-@dataclass(frozen=True)
-class Goal:
-    """The most ``ToolCallWorkflow``'s p50 may be, and the least its throughput at
-    ``GOAL_CONCURRENCY`` may be, as ratios to the bare workflow's in the same run."""
-
-    p50: float
-    throughput: float
-
-
-GOALS = {
-    "local": Goal(p50=1.1, throughput=0.95),
-    "activity": Goal(p50=1.05, throughput=0.95),
-}
-"""By kind: an allowed pure tool as a local activity, an allowed call through a regular one."""
-
 _math = MathTools()
 
 
@@ -361,103 +338,6 @@ async def run(calls: int, levels: list[int], seconds: float) -> list[Mode]:
     return modes
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def report(modes: list[Mode], calls: int, levels: list[int], seconds: float) -> None:
-    print(
-        f"{TOOL} {ARGUMENTS['expression']!r}: {calls} sequential calls per mode, interleaved; "
-        f"throughput over {seconds:g} s per mode and concurrency"
-    )
-    print(
-        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}, temporalio {importlib.metadata.version('temporalio')}"
-    )
-    top = max(levels)
-    rates = "".join(f"{f'calls/s@{c}':>13}" for c in levels)
-    print(
-        f"{'mode':<18}{'p50 ms':>9}{'p99 ms':>9}{'mean ms':>9}{rates}"
-        f"{f'rounds@{top}':>13}{f'cpu ms@{top}':>12}{'server':>8}{'events':>8}{'tasks':>7}"
-    )
-    for m in modes:
-        row = "".join(f"{m.throughput[c]:>13.1f}" for c in levels)
-        process, server = m.cpu[top]
-        slowest, fastest = m.spread[top]
-        print(
-            f"{m.name:<18}{percentile(m.latencies, 0.5) * 1000:>9.1f}"
-            f"{percentile(m.latencies, 0.99) * 1000:>9.1f}"
-            f"{statistics.mean(m.latencies) * 1000:>9.1f}{row}{f'{slowest:.0f}-{fastest:.0f}':>13}"
-            f"{process * 1000:>12.1f}{'-' if server is None else f'{server * 1000:.1f}':>8}"
-            f"{m.events:>8}{m.tasks:>7}"
-        )
-    print(
-        f"cpu ms@{top}: CPU time per call of this process (workers and client), "
-        "server: of the dev server, both while running the calls at that concurrency; "
-        f"rounds@{top}: the slowest and the fastest round's calls/s"
-    )
-    by_name = {m.name: m for m in modes}
-    print("ToolCallWorkflow / bare")
-    for kind in GOALS:
-        tool, bare = by_name[f"tool/{kind}"], by_name[f"bare/{kind}"]
-        latency = {
-            q: percentile(tool.latencies, q) / percentile(bare.latencies, q) for q in (0.5, 0.99)
-        }
-        shown = "".join(
-            f", calls/s@{c} {tool.throughput[c] / bare.throughput[c]:.2f}x" for c in levels
-        )
-        print(
-            f"{kind:<10}p50 {latency[0.5]:.2f}x, p99 {latency[0.99]:.2f}x{shown}, "
-            f"events {tool.events}/{bare.events}"
-        )
-    tool, floor = by_name["tool/local"], by_name[FLOOR]
-    shown = "".join(
-        f", calls/s@{c} {tool.throughput[c] / floor.throughput[c]:.2f}x" for c in levels
-    )
-    p50 = percentile(tool.latencies, 0.5) / percentile(floor.latencies, 0.5)
-    print(f"{'local':<10}p50 {p50:.2f}x{shown}, events {tool.events}/{floor.events}  (/ {FLOOR})")
-    print("goals")
-    print(f"{'kind':<10}{'ratio':<16}{'measured':>9}{'goal':>10}  result")
-    for kind, ratio, value, goal in goal_rows(by_name):
-        shown = "-" if value is None else f"{value:.2f}x"
-        result = "not measured" if value is None else "met" if goal.met(value) else "not met"
-        print(f"{kind:<10}{ratio:<16}{shown:>9}{goal.text:>10}  {result}")
-
-
-@dataclass(frozen=True)
-class Bound:
-    """One goal: a ratio at most (``upper``) or at least ``limit``."""
-
-    limit: float
-    upper: bool
-
-    @property
-    def text(self) -> str:
-        return f"{'<=' if self.upper else '>='} {self.limit:g}x"
-
-    def met(self, value: float) -> bool:
-        return value <= self.limit if self.upper else value >= self.limit
-
-
-def goal_rows(by_name: dict[str, Mode]) -> list[tuple[str, str, float | None, Bound]]:
-    """Each ratio ``GOALS`` names, measured (``None`` if the run did not measure it), and its
-    bound."""
-    rows: list[tuple[str, str, float | None, Bound]] = []
-    for kind, goal in GOALS.items():
-        tool, bare = by_name[f"tool/{kind}"], by_name[f"bare/{kind}"]
-        p50 = percentile(tool.latencies, 0.5) / percentile(bare.latencies, 0.5)
-        rows.append((kind, "p50", p50, Bound(goal.p50, upper=True)))
-        level = GOAL_CONCURRENCY
-        rate = (
-            tool.throughput[level] / bare.throughput[level]
-            if level in tool.throughput and level in bare.throughput
-            else None
-        )
-        rows.append((kind, f"calls/s@{level}", rate, Bound(goal.throughput, upper=False)))
-    return rows
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=100, help="sequential calls per mode")
@@ -470,16 +350,14 @@ def main() -> None:
     args = parser.parse_args()
     if args.calls < 1 or args.seconds <= 0 or min(args.concurrency) < 1:
         parser.error("--calls, --seconds and --concurrency must be positive")
-    status = 0
-    try:
+
+    def measure() -> int:
         modes = asyncio.run(run(args.calls, args.concurrency, args.seconds))
-        report(modes, args.calls, args.concurrency, args.seconds)
-    except RuntimeError as exc:
-        print(f"bench.overhead: {exc}", file=sys.stderr)
-        status = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status)  # not a normal exit: temporalio/sdk-python issue 300
+        subject = f"{TOOL} {ARGUMENTS['expression']!r}"
+        report(modes, subject, args.calls, args.concurrency, args.seconds)
+        return 0
+
+    finish("bench.overhead", measure)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import shutil
 import sys
 import tempfile
@@ -41,6 +40,7 @@ from typing import TypeVar
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from bench import finish
 from bench.scale_process import WorkerProcess, cpu_seconds, free_port
 from bench.scale_report import (
     DEFAULT_START_CONCURRENCY,
@@ -313,8 +313,8 @@ def main() -> None:
         parser.error("--keep must be in (0, 1)")
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
-    status = 0
-    try:
+
+    def measure_all() -> int:
         results = []
         for n in sorted(args.calls):
             print(f"N={n}: starting", flush=True)
@@ -333,12 +333,9 @@ def main() -> None:
             if len(results) < len(args.calls):
                 report(results[-1:], args.concurrency)  # in case a larger N fails
         report(results, args.concurrency)
-    except RuntimeError as exc:
-        print(f"bench.scale: {exc}", file=sys.stderr)
-        status = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status)  # not a normal exit: temporalio/sdk-python issue 300
+        return 0
+
+    finish("bench.scale", measure_all)
 
 
 if __name__ == "__main__":
