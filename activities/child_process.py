@@ -45,7 +45,7 @@ async def collect(process: asyncio.subprocess.Process, limit: int) -> tuple[byte
     try:
         out, overflow = await read_out()
         if overflow:
-            _signal(process, signal.SIGKILL)
+            signal_group(process, signal.SIGKILL)
         err = await errors
     finally:
         errors.cancel()
@@ -56,7 +56,7 @@ async def collect(process: asyncio.subprocess.Process, limit: int) -> tuple[byte
 async def kill(process: asyncio.subprocess.Process) -> None:
     """SIGKILL the helper's group and reap it."""
     if process.returncode is None:
-        _signal(process, signal.SIGKILL)
+        signal_group(process, signal.SIGKILL)
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(process.wait(), KILL_SETTLE)
 
@@ -69,7 +69,8 @@ def ended(returncode: int | None) -> str:
     return f"exited with status {returncode}"
 
 
-def _signal(process: asyncio.subprocess.Process, sig: signal.Signals) -> None:
+def signal_group(process: asyncio.subprocess.Process, sig: signal.Signals) -> None:
+    """Send ``sig`` to the helper's group now (no waiting: usable from a callback)."""
     # The group is the helper's own session; its pid is the group id.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, sig)

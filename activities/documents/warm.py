@@ -17,7 +17,6 @@ session and armed to die with the worker (``PR_SET_PDEATHSIG``), so none outlive
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -27,7 +26,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from activities.child_process import kill
+from activities.child_process import kill, signal_group
 from activities.processes.runner import spawn
 
 log = logging.getLogger(__name__)
@@ -92,10 +91,6 @@ class WarmParsers:
             starting.add_done_callback(_discard)
             raise
 
-    async def start(self) -> Parser:
-        """A new parser process, not from the pool (the one taken could not take its job)."""
-        return await self._start()
-
     async def release(self, parser: Parser) -> None:
         """Kill a parser taken for a job, however the job ended, and start its replacement in
         the background: not before, so that it does not compete with the job for the CPU."""
@@ -117,11 +112,12 @@ class WarmParsers:
             self._waiting.append(self._start_soon())
 
     def _start_soon(self) -> asyncio.Task[Parser]:
-        task = asyncio.ensure_future(self._start())
+        task = asyncio.ensure_future(self.start())
         task.add_done_callback(_log_failure)
         return task
 
-    async def _start(self) -> Parser:
+    async def start(self) -> Parser:
+        """A new parser process, not from the pool (the pool's starts come here too)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             process, canceled = await spawn(
@@ -161,8 +157,7 @@ def _discard(task: asyncio.Task[Parser]) -> None:
     if task.done() and not task.cancelled() and task.exception() is None:
         parser = task.result()
         parser.channel.close()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(parser.process.pid, signal.SIGKILL)
+        signal_group(parser.process, signal.SIGKILL)
 
 
 def _log_failure(task: asyncio.Task[Parser]) -> None:
