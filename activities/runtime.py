@@ -237,16 +237,17 @@ class ToolRuntime:
 
     def _prepare_activity(self, spec: ToolSpec, method: ToolMethod) -> Callable[..., Any]:
         @activity.defn(name=prepare_activity_name(spec.name))
-        async def prepare(input: ExecuteInput) -> Prepared:
+        async def prepare(input: ExecuteInput) -> Any:
             with _expected_failures(prepare_activity_name(spec.name), input):
                 args = self._admit(spec, input, execute=False)
                 prepared = await _call(spec, method, args, input)
             if not isinstance(prepared, Prepared):
                 raise tool_error(ErrorCode.INTERNAL, f"{spec.name}: prepare returned no preview")
-            # A preview (a diff of a large file, say) is a payload like any result.
+            # A preview (a diff of a large file, say) is a payload like any result; the one
+            # measured is returned, as ``execute`` returns its result's.
             with _expected_failures(prepare_activity_name(spec.name), input):
-                await self._check_size(spec, "preview", prepared)
-            return prepared
+                payload = await self._check_size(spec, "preview", prepared)
+            return RawValue(payload)
 
         return prepare
 
