@@ -124,10 +124,8 @@ class CallBase:
         plan: CallPlan = outcome.plan
         self._plan = plan
         self._outcome = outcome
-        # The request's tool name is pending already and is the plan's (the catalog finds a tool
-        # by its name): upserting it twice would only cost the workflow task another encoding.
-        if plan.tool != self._request.tool[:MAX_KEYWORD_CHARS]:
-            self._search_updates.append(SEARCH_TOOL.value_set(plan.tool))
+        # The request's tool name is pending already and is the plan's: the catalog finds a tool
+        # by its name (and knows no name over MAX_KEYWORD_CHARS).
         self._search_updates.append(SEARCH_CAPABILITIES.value_set(plan.capabilities))
         caps = ", ".join(plan.capabilities) or "no capabilities"
         self._event(EventKind.PLANNED, f"{plan.tool} ({plan.side_effect.value}; {caps})")
