@@ -29,6 +29,7 @@ from temporalio.converter import DataConverter
 from temporalio.service import RPCError, RPCStatusCode
 
 from workflows.client_inline import (
+    CALL_ENDED,
     NO_ANSWER,
     InlineRef,
     InlineRoutes,
@@ -185,7 +186,7 @@ class ClientBase:
         except Inline as inline:
             return await self.inline.decide(inline.ref, decision)
         if description.status is not WorkflowExecutionStatus.RUNNING:
-            raise NoPendingRequest(f"{workflow_id}: the call has ended")
+            raise NoPendingRequest(f"{workflow_id}: {CALL_ENDED}")
         if await self._live_state(handle, description) is None:
             signal = ToolCallWorkflow.approve if decision.approved else ToolCallWorkflow.deny
             await handle.signal(signal, DecisionInput(**decision.model_dump(exclude={"approved"})))
@@ -203,7 +204,7 @@ class ClientBase:
             )
         except RPCError as exc:
             if exc.status is RPCStatusCode.NOT_FOUND:
-                return Outcome(Delivery.REJECTED, reason="the call has ended")
+                return Outcome(Delivery.REJECTED, reason=CALL_ENDED)
             raise
         return Outcome(Delivery.ACCEPTED, record=record)
 

@@ -59,6 +59,7 @@ from workflows.views import CallNotFound, CallView, Delivery, NoPendingRequest, 
 if TYPE_CHECKING:
     from workflows.client_base import ClientBase
 
+CALL_ENDED = "the call has ended"
 PARENT_ENDED = "the call's parent workflow has ended"
 NO_ANSWER = (
     RPCStatusCode.CANCELLED,  # how the SDK reports its own RPC timeout
@@ -115,7 +116,7 @@ async def signal_after_timeout(
     signal: Any,
     payload: object,
     *,
-    ended: str = "the call has ended",
+    ended: str = CALL_ENDED,
 ) -> Outcome:
     """Send ``signal`` when an update timed out: the worker that answered the probe is gone.
 
