@@ -29,6 +29,7 @@ from tests.support.client import (
     write_request,
 )
 from tests.support.harness import (
+    Handle,
     listed,
     make_config,
     pending_approval,
@@ -395,23 +396,25 @@ async def test_the_limit_is_temporals_to_the_byte(client: Client, task_queue: st
         )
 
 
+async def waiting_writes(client: Client, task_queue: str, prefix: str, count: int) -> list[Handle]:
+    """``count`` ``probe_write`` calls, each waiting for its approval."""
+    handles = [
+        await start_call(client, task_queue, "probe_write", {"token": f"{prefix}-{n}"})
+        for n in range(count)
+    ]
+    for handle in handles:
+        await pending_approval(handle)
+    return handles
+
+
 async def test_pending_pages_with_a_token_and_counts_every_waiting_call(
     client: Client, task_queue: str
 ) -> None:
     calls = ToolCallClient(client, task_queue=task_queue)
     async with running_worker(client, make_config(task_queue)):
-        handles = [
-            await start_call(client, task_queue, "probe_write", {"token": f"page-{n}"})
-            for n in range(5)
-        ]
-        for handle in handles:
-            await pending_approval(handle)
+        handles = await waiting_writes(client, task_queue, "page", 5)
         mine = {handle.id for handle in handles}
-        for _ in range(100):  # visibility is eventually consistent
-            listed = {call.workflow_id for call in await calls.pending(limit=1000)}
-            if mine <= listed:
-                break
-            await asyncio.sleep(0.1)
+        await listed_pending(calls, *mine)
         seen: list[str] = []
         token: str | None = None
         pages = 0
@@ -438,12 +441,7 @@ async def test_later_pages_carry_the_total_counted_for_the_first(
 ) -> None:
     calls = ToolCallClient(client, task_queue=task_queue)
     async with running_worker(client, make_config(task_queue)):
-        handles = [
-            await start_call(client, task_queue, "probe_write", {"token": f"carry-{n}"})
-            for n in range(2)
-        ]
-        for handle in handles:
-            await pending_approval(handle)
+        handles = await waiting_writes(client, task_queue, "carry", 2)
         for _ in range(100):  # visibility is eventually consistent
             first = await calls.pending_page(page_size=1)
             if first.total >= len(handles) and first.next_page_token:
