@@ -4,7 +4,6 @@ the worker that built them, close."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 from pathlib import Path
@@ -25,6 +24,7 @@ from tests.support.documents import (
     text_pdf,
 )
 from tests.support.harness import make_config, run_call, running_worker
+from tests.support.processes import eventually
 from workflows.models import CallStatus
 
 
@@ -132,10 +132,7 @@ async def test_a_parser_killed_while_it_waited_is_replaced(
     await read(tools, root / "a.txt")
     (waiting,) = await spare_parsers(tools)
     os.kill(waiting, signal.SIGKILL)
-    for _ in range(100):
-        if waiting not in children():
-            break
-        await asyncio.sleep(0.02)
+    await eventually(lambda: waiting not in children(), what="the killed parser reaped")
     assert waiting not in children()
     result, pid = await read_by(tools, root / "a.txt")
     assert result.sections[0].text == "text"
@@ -151,10 +148,7 @@ async def test_the_worker_kills_its_waiting_parsers_when_it_stops(
     async with running_worker(client, config):
         result = await run_call(client, task_queue, "read_document", {"path": f"{root}/a.txt"})
         assert result.status is CallStatus.COMPLETED, result.error
-        for _ in range(100):
-            if parser_processes() - before:
-                break
-            await asyncio.sleep(0.05)
+        await eventually(lambda: bool(parser_processes() - before), what="a parser waiting")
         waiting = parser_processes() - before
         assert len(waiting) == 1
     assert parser_processes() - before == set()
