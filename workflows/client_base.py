@@ -34,6 +34,7 @@ from workflows.client_inline import (
     InlineRef,
     InlineRoutes,
     inline_ref,
+    queue_signal,
     signal_after_timeout,
     update_reason,
 )
@@ -63,14 +64,16 @@ from workflows.views import (
 POLLER_FRESHNESS = timedelta(minutes=1)
 """A workflow poller seen this recently may be a worker serving the call's queue."""
 PROBE_TIMEOUT = timedelta(seconds=5)
-"""How long a worker gets to answer the ``status`` query before the call counts as unserved.
+"""How long a worker gets to take a decision or answer (the update), or to answer the ``status``
+query, before the call counts as unserved: the decision or answer then goes as the signal.
 
 The server keeps listing a stopped worker's pollers as fresh for up to a minute (a live idle
 worker's last poll is up to a minute old too), so fresh pollers alone do not prove a worker serves
 the call; an update or query sent to a call nobody serves waits forever.
 """
 UPDATE_TIMEOUT = timedelta(seconds=10)
-"""How long an update may wait for the worker that answered the probe; then the signal goes."""
+"""How long an edit, or an inline call's update after the parent's worker answered the probe, may
+wait; then an inline decision or answer goes as the signal."""
 
 Handle = WorkflowHandle[ToolCallWorkflow, ToolCallResult]
 _M = TypeVar("_M", bound=BaseModel)
@@ -187,21 +190,36 @@ class ClientBase:
             return await self.inline.decide(inline.ref, decision)
         if description.status is not WorkflowExecutionStatus.RUNNING:
             raise NoPendingRequest(f"{workflow_id}: {CALL_ENDED}")
-        if await self._live_state(handle, description) is None:
-            signal = ToolCallWorkflow.approve if decision.approved else ToolCallWorkflow.deny
-            await handle.signal(signal, DecisionInput(**decision.model_dump(exclude={"approved"})))
-            return Outcome(Delivery.QUEUED)
         signal = ToolCallWorkflow.approve if decision.approved else ToolCallWorkflow.deny
+        queued = DecisionInput(**decision.model_dump(exclude={"approved"}))
+        return await self._deliver(
+            handle, description, ToolCallWorkflow.decide, decision, signal, queued
+        )
+
+    async def _deliver(
+        self,
+        handle: Handle,
+        description: WorkflowExecutionDescription,
+        update: Any,
+        argument: BaseModel,
+        signal: Any,
+        queued: BaseModel,
+    ) -> Outcome:
+        """``update`` when a worker polls the call's task queue, else ``signal``.
+
+        The update is the probe: a worker that does not take it within ``probe_timeout`` (one
+        that stopped a moment ago still looks fresh) counts as gone, and the signal goes, queued
+        until a worker applies it. No query first: for a call that left the worker's cache, the
+        query is what would replay it, and for any call it is one workflow activation more.
+        """
+        if not await self.worker_serving(description.task_queue):
+            return await queue_signal(handle, signal, queued)
         try:
-            record = await handle.execute_update(
-                ToolCallWorkflow.decide, decision, rpc_timeout=self.update_timeout
-            )
+            record = await handle.execute_update(update, argument, rpc_timeout=self.probe_timeout)
         except WorkflowUpdateFailedError as exc:
             return Outcome(Delivery.REJECTED, reason=update_reason(exc))
         except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
-            return await signal_after_timeout(
-                handle, exc, signal, DecisionInput(**decision.model_dump(exclude={"approved"}))
-            )
+            return await signal_after_timeout(handle, exc, signal, queued)
         except RPCError as exc:
             if exc.status is RPCStatusCode.NOT_FOUND:
                 return Outcome(Delivery.REJECTED, reason=CALL_ENDED)
@@ -315,18 +333,14 @@ class ClientBase:
             handle, description = await self.described(workflow_id)
         except Inline as inline:
             return await self.inline.answer(inline.ref, answer)
-        if await self._live_state(handle, description) is None:
-            await handle.signal(ToolCallWorkflow.answer_signal, answer)
-            return Outcome(Delivery.QUEUED)
-        try:
-            output = await handle.execute_update(
-                ToolCallWorkflow.answer, answer, rpc_timeout=self.update_timeout
-            )
-        except WorkflowUpdateFailedError as exc:
-            return Outcome(Delivery.REJECTED, reason=update_reason(exc))
-        except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
-            return await signal_after_timeout(handle, exc, ToolCallWorkflow.answer_signal, answer)
-        return Outcome(Delivery.ACCEPTED, record=output)
+        return await self._deliver(
+            handle,
+            description,
+            ToolCallWorkflow.answer,
+            answer,
+            ToolCallWorkflow.answer_signal,
+            answer,
+        )
 
     async def _memo(self, workflow_id: str, key: str, model: type[_M]) -> _M | None:
         _, description = await self.described(workflow_id)

@@ -118,16 +118,24 @@ async def signal_after_timeout(
     *,
     ended: str = CALL_ENDED,
 ) -> Outcome:
-    """Send ``signal`` when an update timed out: the worker that answered the probe is gone.
+    """Send ``signal`` when an update timed out: no worker took it in time.
 
     If the update was delivered after all, the workflow takes the first of the two and records
     the other as ignored; if it was delivered and the workflow has ended since, there is nothing
-    left to signal and the outcome is ``REJECTED`` with ``ended`` as the reason, as for any
-    decision sent to a call that has ended. A cancellation of the caller is not a timeout: it
-    propagates.
+    left to signal and the outcome is ``REJECTED`` with ``ended`` as the reason (``queue_signal``).
+    A cancellation of the caller is not a timeout: it propagates.
     """
     if isinstance(exc.__cause__, asyncio.CancelledError):
         raise asyncio.CancelledError
+    return await queue_signal(handle, signal, payload, ended=ended)
+
+
+async def queue_signal(
+    handle: WorkflowHandle[Any, Any], signal: Any, payload: object, *, ended: str = CALL_ENDED
+) -> Outcome:
+    """Send ``signal``: ``QUEUED`` until a worker applies it, or ``REJECTED`` with ``ended`` as
+    the reason when the workflow has ended (since it was described), as for any decision sent to
+    a call that has ended."""
     try:
         await handle.signal(signal, payload)
     except RPCError as err:
@@ -207,8 +215,7 @@ class InlineRoutes:
         if description.status is not WorkflowExecutionStatus.RUNNING:
             raise NoPendingRequest(f"{ref.workflow_id}: {PARENT_ENDED}")
         if await self._probe(ref, description) is None:
-            await ref.parent.signal(signal, queued)
-            return Outcome(Delivery.QUEUED)
+            return await queue_signal(ref.parent, signal, queued, ended=PARENT_ENDED)
         try:
             record = await ref.parent.execute_update(
                 update_name, update, result_type=result_type, rpc_timeout=self.calls.update_timeout
