@@ -64,16 +64,14 @@ from workflows.views import (
 POLLER_FRESHNESS = timedelta(minutes=1)
 """A workflow poller seen this recently may be a worker serving the call's queue."""
 PROBE_TIMEOUT = timedelta(seconds=5)
-"""How long a worker gets to take a decision or answer (the update), or to answer the ``status``
-query, before the call counts as unserved: the decision or answer then goes as the signal.
+"""How long a worker gets to answer the ``status`` query before the call counts as unserved.
 
 The server keeps listing a stopped worker's pollers as fresh for up to a minute (a live idle
 worker's last poll is up to a minute old too), so fresh pollers alone do not prove a worker serves
 the call; an update or query sent to a call nobody serves waits forever.
 """
 UPDATE_TIMEOUT = timedelta(seconds=10)
-"""How long an edit, or an inline call's update after the parent's worker answered the probe, may
-wait; then an inline decision or answer goes as the signal."""
+"""How long an update may wait for the worker that answered the probe; then the signal goes."""
 
 Handle = WorkflowHandle[ToolCallWorkflow, ToolCallResult]
 _M = TypeVar("_M", bound=BaseModel)
@@ -205,17 +203,13 @@ class ClientBase:
         signal: Any,
         queued: BaseModel,
     ) -> Outcome:
-        """``update`` when a worker polls the call's task queue, else ``signal``.
-
-        The update is the probe: a worker that does not take it within ``probe_timeout`` (one
-        that stopped a moment ago still looks fresh) counts as gone, and the signal goes, queued
-        until a worker applies it. No query first: for a call that left the worker's cache, the
-        query is what would replay it, and for any call it is one workflow activation more.
+        """``update`` when a worker serves the call (it answers the ``status`` query), else
+        ``signal``, queued until a worker applies it; the signal also when the update times out.
         """
-        if not await self.worker_serving(description.task_queue):
+        if await self._live_state(handle, description) is None:
             return await queue_signal(handle, signal, queued)
         try:
-            record = await handle.execute_update(update, argument, rpc_timeout=self.probe_timeout)
+            record = await handle.execute_update(update, argument, rpc_timeout=self.update_timeout)
         except WorkflowUpdateFailedError as exc:
             return Outcome(Delivery.REJECTED, reason=update_reason(exc))
         except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
@@ -333,13 +327,9 @@ class ClientBase:
             handle, description = await self.described(workflow_id)
         except Inline as inline:
             return await self.inline.answer(inline.ref, answer)
+        signal = ToolCallWorkflow.answer_signal
         return await self._deliver(
-            handle,
-            description,
-            ToolCallWorkflow.answer,
-            answer,
-            ToolCallWorkflow.answer_signal,
-            answer,
+            handle, description, ToolCallWorkflow.answer, answer, signal, answer
         )
 
     async def _memo(self, workflow_id: str, key: str, model: type[_M]) -> _M | None:

@@ -32,6 +32,7 @@ from workflows.models import (
     ApprovalRecord,
     ApprovalRequest,
     AskUserOutput,
+    CallState,
     CallStatus,
     ErrorCode,
     EventKind,
@@ -235,40 +236,72 @@ async def test_answer_without_a_worker_is_queued(client: Client, task_queue: str
     assert results[0].events[-2].message == "by erin"
 
 
-async def test_decisions_and_answers_go_as_updates_without_a_query_first(
-    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+class StaleProbe(ToolCallClient):
+    """A client whose probe found a live worker that went away right after answering."""
+
+    stale_state: CallState | None = None
+
+    async def _live_state(self, handle: Any, description: Any) -> CallState | None:
+        return self.stale_state
+
+
+async def test_an_update_nobody_takes_falls_back_to_the_signal(
+    client: Client, task_queue: str
 ) -> None:
-    # The update is the probe: a query before it would replay a call that has left the worker's
-    # cache, and costs every call one workflow activation more.
     tools = ToolCallClient(client, task_queue=task_queue, probe_timeout=PROBE)
-    async with running_worker(client, make_config(task_queue)) as probes:
+    config = make_config(task_queue)
+    async with running_worker(client, config) as probes:
         write = await tools.start(write_request("d"))
+        ask = await tools.start(question_request())
+        found = await listed_pending(tools, write.id, ask.id)
+        answered_the_probe = (await tools.status(write.id)).state
+
+    stale = StaleProbe(client, task_queue=task_queue, update_timeout=timedelta(seconds=2))
+    stale.stale_state = answered_the_probe
+    pending = found[write.id].approval
+    assert pending is not None
+    queued = await asyncio.wait_for(stale.decide(write.id, decision(pending, approver="bob")), 20)
+    said = await asyncio.wait_for(stale.answer(ask.id, "later", responder="erin"), 20)
+    assert (queued.delivery, said.delivery) == (Delivery.QUEUED, Delivery.QUEUED)
+    assert SIGNALED in await history_types(write)
+    assert SIGNALED in await history_types(ask)
+
+    async with running_worker(client, config, probes):
+        done, reply = await asyncio.wait_for(asyncio.gather(write.result(), ask.result()), 30)
+    assert done.status is CallStatus.COMPLETED
+    assert done.approval is not None
+    assert done.approval.approver == "bob"
+    assert probes.runs == {"probe_write": 1}
+    assert reply.output is not None
+    assert (reply.output["status"], reply.output["answer"]) == ("answered", "later")
+
+
+class EndsFirst(ToolCallClient):
+    """A client for which every call ends between its describe and its decision's signal."""
+
+    async def _live_state(self, handle: Any, description: Any) -> CallState | None:
+        await handle.terminate("ended while the decision was on its way")
+        return None
+
+
+async def test_a_signal_to_a_call_that_ended_after_its_describe_is_rejected_not_raised(
+    client: Client, task_queue: str
+) -> None:
+    tools = ToolCallClient(client, task_queue=task_queue, probe_timeout=PROBE)
+    async with running_worker(client, make_config(task_queue)):
+        write = await tools.start(write_request("e"))
         ask = await tools.start(question_request())
         pending = await approval_of(tools, write.id)
         await listed_pending(tools, ask.id)
 
-        queries: list[object] = []
-        query_workflow = tools.client.workflow_service.query_workflow
+        ends = EndsFirst(client, task_queue=task_queue, probe_timeout=PROBE)
+        decided = await ends.decide(write.id, decision(pending))
+        said = await ends.answer(ask.id, "too late")
 
-        async def counted(request: object, **kwargs: Any) -> Any:
-            queries.append(request)
-            return await query_workflow(request, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(tools.client.workflow_service, "query_workflow", counted)
-        approved = await tools.decide(write.id, decision(pending, approver="bob"))
-        assert queries == []
-        assert (await tools.status(ask.id)).live  # the counter sees the queries that are sent
-        assert len(queries) == 1
-        said = await tools.answer(ask.id, "later", responder="erin")
-        assert len(queries) == 1
-        done, reply = await asyncio.wait_for(asyncio.gather(write.result(), ask.result()), 30)
-
-    assert (approved.delivery, said.delivery) == (Delivery.ACCEPTED, Delivery.ACCEPTED)
-    assert done.approval is not None
-    assert (done.approval.approver, done.approval.via) == ("bob", "update")
-    assert probes.runs == {"probe_write": 1}
-    assert reply.output is not None
-    assert (reply.output["status"], reply.output["answer"]) == ("answered", "later")
+    assert (decided.delivery, decided.reason) == (Delivery.REJECTED, "the call has ended")
+    assert (said.delivery, said.reason) == (Delivery.REJECTED, "the call has ended")
+    assert SIGNALED not in await history_types(write)
+    assert (await write.describe()).status is WorkflowExecutionStatus.TERMINATED
 
 
 async def test_nothing_pending_raises_or_is_rejected(client: Client, task_queue: str) -> None:
