@@ -146,7 +146,7 @@ async def _measure_in(
         log_file=workdir / "server.log",
     )
     async with server:
-        server_pid = server._process.pid if server._process else None
+        server_pid = server.pid
         assert server_pid is not None
         client = await Client.connect(server.address, data_converter=pydantic_data_converter)
         calls = ToolCallClient(client, task_queue=queue)

@@ -110,6 +110,11 @@ class DevServer:
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
+    def pid(self) -> int | None:
+        """The server process's id while it runs (its CPU can be read from ``/proc``)."""
+        return self._process.pid if self._process is not None else None
+
+    @property
     def address(self) -> str:
         return f"{self.ip}:{self.port}"
 

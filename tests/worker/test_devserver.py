@@ -1,4 +1,4 @@
-"""``worker.devserver``: a dev server that cannot start says why, from its own log."""
+"""``worker.devserver``: a dev server that cannot start says why, from its own log; ``pid``."""
 
 from __future__ import annotations
 
@@ -32,3 +32,24 @@ async def test_a_server_that_exits_at_start_names_the_reason_and_its_log(tmp_pat
     assert message.startswith("the dev server exited with code 1: ")
     assert "unable to open database file" in message
     assert message.endswith(f"; see {log_file}")
+
+
+def _cmdline(pid: int) -> list[bytes]:
+    """The process's command line, or ``[]`` when no process has that id."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except FileNotFoundError:
+        return []
+
+
+async def test_pid_names_the_running_server_process_and_none_once_stopped(tmp_path: Path) -> None:
+    server = DevServer(tmp_path / "temporal.db", port=_free_port(), ui_port=None)
+    assert server.pid is None
+    async with server:
+        pid = server.pid
+        assert pid is not None
+        command = _cmdline(pid)
+        assert b"start-dev" in command
+        assert str(server.address.rsplit(":", 1)[1]).encode() in command
+    assert server.pid is None
+    assert not _cmdline(pid)  # stopped and reaped
