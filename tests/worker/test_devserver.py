@@ -44,12 +44,13 @@ def _cmdline(pid: int) -> list[bytes]:
 
 async def test_pid_names_the_running_server_process_and_none_once_stopped(tmp_path: Path) -> None:
     server = DevServer(tmp_path / "temporal.db", port=_free_port(), ui_port=None)
-    assert server.pid is None
+    before = server.pid
     async with server:
         pid = server.pid
         assert pid is not None
         command = _cmdline(pid)
-        assert b"start-dev" in command
-        assert str(server.address.rsplit(":", 1)[1]).encode() in command
-    assert server.pid is None
+    after = server.pid
+    assert b"start-dev" in command
+    assert str(server.port).encode() in command
+    assert (before, after) == (None, None)
     assert not _cmdline(pid)  # stopped and reaped
