@@ -142,8 +142,9 @@ class ToolCallsPlugin(SimplePlugin):
         self.families = tuple(families)
         self._instances = dict(instances or {})
         self._served: dict[str, ServedQueue] = {}
-        self._closing: dict[str, list[list[Any]]] = {}
-        """Per task queue, per worker configured for it, what to close when that worker stops."""
+        self._closing: dict[Callable[..., Any], list[Any]] = {}
+        """What to close when a worker stops, by the first activity this plugin gave it: a
+        worker's own activities tell its list from another's on the same queue."""
 
     def served(self, task_queue: str) -> ServedQueue:
         """What a worker polling ``task_queue`` serves (built once per queue).
@@ -183,10 +184,6 @@ class ToolCallsPlugin(SimplePlugin):
             prebuilt=self._instances,
             environ=self._environ,
         )
-        # Closed when this worker stops (``run_worker``); prebuilt instances are the caller's.
-        closing = [obj for obj in built.values() if hasattr(obj, "aclose")]
-        if closing:
-            self._closing.setdefault(config["task_queue"], []).append(closing)
         runtime = ToolRuntime(
             served.catalog,
             deployment.ceiling_policy(),
@@ -218,6 +215,11 @@ class ToolCallsPlugin(SimplePlugin):
                 config.get("workflow_runner"), isolate=served.config.worker.isolate_workflows
             )
         config["activities"] = [*config.get("activities", ()), *activities]
+        # Closed when this worker stops (``run_worker``); prebuilt instances are the caller's.
+        # Built objects serve tools, so a worker that has any has activities of its own.
+        closing = [obj for obj in built.values() if hasattr(obj, "aclose")]
+        if closing and activities:
+            self._closing[activities[0]] = closing
         return config
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
@@ -226,9 +228,16 @@ class ToolCallsPlugin(SimplePlugin):
         try:
             await super().run_worker(worker, next)
         finally:
-            closing = self._closing.get(worker.task_queue)
-            for instance in closing.pop(0) if closing else ():
+            for instance in self._built_for(worker):
                 await instance.aclose()
+
+    def _built_for(self, worker: Worker) -> list[Any]:
+        """What this plugin built for ``worker`` and must close (once: the entry is taken)."""
+        for function in worker.config(active_config=True).get("activities", ()):
+            closing = self._closing.pop(function, None)
+            if closing is not None:
+                return closing
+        return []
 
     def configure_replayer(self, config: ReplayerConfig) -> ReplayerConfig:
         config = super().configure_replayer(config)

@@ -11,8 +11,10 @@ from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
+from activities.families import BUILTIN_FAMILIES
+from activities.family import Family, NoSettings, Resources
 from tests.support.harness import make_config, running_worker
-from tests.support.tools import ALL_FAMILIES, ProbeTools
+from tests.support.tools import ALL_FAMILIES, PROBE_TOOLS, ProbeTools
 from tests.support.user_app import UserApp, shout
 from worker.config import ConfigError, parse_config
 from worker.plugin import PLUGIN_NAME, ToolCallsPlugin
@@ -146,3 +148,40 @@ async def test_a_replayer_with_the_plugin_replays_a_call(client: Client, task_qu
     history = await handle.fetch_history()
     result = await Replayer(workflows=[], plugins=[ToolCallsPlugin()]).replay_workflow(history)
     assert result.replay_failure is None
+
+
+class Closer:
+    """A built object with ``aclose``, as the document parsers started ahead are."""
+
+    def __init__(self, closed: list[Closer]) -> None:
+        self.closed = closed
+
+    async def aclose(self) -> None:
+        self.closed.append(self)
+
+
+async def test_two_workers_of_one_plugin_on_one_queue_each_close_what_was_built_for_it(
+    client: Client, task_queue: str
+) -> None:
+    built: list[Closer] = []
+    closed: list[Closer] = []
+
+    def build(settings: NoSettings, resources: Resources) -> list[object]:
+        built.append(Closer(closed))
+        return [ProbeTools(), built[-1]]
+
+    probes = Family(name="probes", settings=NoSettings, tools=PROBE_TOOLS, build=build)
+    plugin = ToolCallsPlugin(make_config(task_queue), families=(*BUILTIN_FAMILIES, probes))
+    # One process may run one worker per queue and connection: the second has its own.
+    other = await Client.connect(
+        client.service_client.config.target_host, namespace=client.namespace
+    )
+    first = Worker(client, task_queue=task_queue, plugins=[plugin])
+    second = Worker(other, task_queue=task_queue, plugins=[plugin])
+    assert len(built) == 2
+    async with first:
+        async with second:
+            pass
+        # The worker built second stopped first: its own object is closed, not the first's.
+        assert closed == [built[1]]
+    assert closed == [built[1], built[0]]
