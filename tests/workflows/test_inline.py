@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.sdk.v1 import WorkflowMetadata
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
@@ -21,9 +21,11 @@ from tests.support.inline import app_worker, inline_config, listed, start_parent
 from tests.support.parents import AgentParent, ParentInput
 from worker.plugin import sandbox_runner
 from workflows.client import Delivery, NoPendingRequest, ToolCallClient
+from workflows.client_inline import InlineRef, InlineRoutes
 from workflows.inline_models import INLINE_APPROVE, MEMO_INLINE_PENDING, InlineDecisionInput
 from workflows.models import (
     SEARCH_INLINE_WAITING,
+    CallState,
     CallStatus,
     CapabilityPolicy,
     Effect,
@@ -232,6 +234,38 @@ async def test_an_inline_approval_by_signal_and_one_queued_without_a_worker(
     assert (second.approval.approver, second.approval.via) == ("dora", "signal")
     assert CHILD_STARTED not in await history_types(parent)
     await replays(parent)
+
+
+class EndingRoutes(InlineRoutes):
+    """Inline routes for which the parent ends between its describe and the decision's signal."""
+
+    async def _probe(self, ref: InlineRef, description: object) -> CallState | None:
+        await ref.parent.terminate("ended while the decision was on its way")
+        return None
+
+
+async def test_a_decision_whose_parent_ends_on_the_way_is_rejected_not_raised(
+    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = ToolCallClient(client, task_queue=task_queue)
+    config = inline_config(task_queue, monkeypatch)
+    async with running_worker(client, config), app_worker(client) as queue:
+        parent = await start_parent(
+            client,
+            queue,
+            ParentInput(
+                task_queue=task_queue, batches=[[calc("a")]], policy=NEEDS_APPROVAL, inline=True
+            ),
+        )
+        a = f"{parent.id}/tools/a"
+        await listed(calls, a)
+        calls.inline = EndingRoutes(calls)
+        outcome = await calls.approve(a, approver="dora")
+    assert (outcome.delivery, outcome.reason) == (
+        Delivery.REJECTED,
+        "the call's parent workflow has ended",
+    )
+    assert (await parent.describe()).status is WorkflowExecutionStatus.TERMINATED
 
 
 async def test_an_inline_approval_times_out_and_a_question_is_answered(
