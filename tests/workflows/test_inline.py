@@ -7,12 +7,15 @@ listed, shown and decided through ``ToolCallClient`` like any other.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.sdk.v1 import WorkflowMetadata
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
@@ -52,6 +55,32 @@ def calc(call_id: str, expression: str = "6 * 7") -> ToolCallRequest:
 
 def write(call_id: str, token: str = "t") -> ToolCallRequest:
     return ToolCallRequest(tool="probe_write", arguments={"token": token}, call_id=call_id)
+
+
+@asynccontextmanager
+async def served_parent(
+    client: Client,
+    task_queue: str,
+    monkeypatch: pytest.MonkeyPatch,
+    *batch: ToolCallRequest,
+    **inputs: Any,
+) -> AsyncIterator[WorkflowHandle[Any, Any]]:
+    """A parent, served, making ``batch`` inline under ``NEEDS_APPROVAL`` (``inputs`` added)."""
+    async with (
+        running_worker(client, inline_config(task_queue, monkeypatch)),
+        app_worker(client) as queue,
+    ):
+        yield await start_parent(
+            client,
+            queue,
+            ParentInput(
+                task_queue=task_queue,
+                batches=[list(batch)],
+                policy=NEEDS_APPROVAL,
+                inline=True,
+                **inputs,
+            ),
+        )
 
 
 async def replays(handle: object) -> None:
@@ -248,15 +277,7 @@ async def test_a_decision_whose_parent_ends_on_the_way_is_rejected_not_raised(
     client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls = ToolCallClient(client, task_queue=task_queue)
-    config = inline_config(task_queue, monkeypatch)
-    async with running_worker(client, config), app_worker(client) as queue:
-        parent = await start_parent(
-            client,
-            queue,
-            ParentInput(
-                task_queue=task_queue, batches=[[calc("a")]], policy=NEEDS_APPROVAL, inline=True
-            ),
-        )
+    async with served_parent(client, task_queue, monkeypatch, calc("a")) as parent:
         a = f"{parent.id}/tools/a"
         await listed(calls, a)
         calls.inline = EndingRoutes(calls)
@@ -275,21 +296,8 @@ async def test_an_inline_approval_times_out_and_a_question_is_answered(
     ask = ToolCallRequest(
         tool="ask_user", arguments={"question": "Which branch?", "options": ["main"]}, call_id="q"
     )
-    async with (
-        running_worker(client, inline_config(task_queue, monkeypatch)),
-        app_worker(client) as queue,
-    ):
-        parent = await start_parent(
-            client,
-            queue,
-            ParentInput(
-                task_queue=task_queue,
-                batches=[[calc("a"), ask]],
-                policy=NEEDS_APPROVAL,
-                approval_timeout=timedelta(seconds=1),
-                inline=True,
-            ),
-        )
+    waits = {"approval_timeout": timedelta(seconds=1)}
+    async with served_parent(client, task_queue, monkeypatch, calc("a"), ask, **waits) as parent:
         question = await listed(calls, f"{parent.id}/tools/q")
         assert question.question is not None
         assert question.question.options == ["main"]
@@ -316,17 +324,7 @@ async def test_an_approver_edits_an_inline_call_before_approving(
     client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls = ToolCallClient(client, task_queue=task_queue)
-    async with (
-        running_worker(client, inline_config(task_queue, monkeypatch)),
-        app_worker(client) as queue,
-    ):
-        parent = await start_parent(
-            client,
-            queue,
-            ParentInput(
-                task_queue=task_queue, batches=[[calc("a")]], policy=NEEDS_APPROVAL, inline=True
-            ),
-        )
+    async with served_parent(client, task_queue, monkeypatch, calc("a")) as parent:
         call = f"{parent.id}/tools/a"
         first = await listed(calls, call)
         outcome = await calls.approve(call, approver="alice", arguments={"expression": "2 ** 5"})
