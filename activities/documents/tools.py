@@ -30,7 +30,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.base import CallContext
 from activities.child_process import collect, ended
-from activities.documents import extract
+from activities.documents import extract, extraction
 from activities.documents.models import (
     DocumentMatch,
     ReadDocumentArgs,
@@ -60,7 +60,7 @@ PARSER_REPORT_MARGIN = 10.0
 configuration refuses a ``timeout_seconds`` that leaves less of the start-to-close timeout."""
 SNIPPET_CONTEXT = 60
 """Characters of context on each side of a match."""
-EXTRA = Extra("documents", tuple(sorted(set(extract.EXTRA_MODULES.values()))))
+EXTRA = Extra("documents", tuple(sorted(set(extraction.EXTRA_MODULES.values()))))
 """The parsers; they run on the worker's own interpreter, so what the worker lacks, they lack."""
 MAX_RESULT_BYTES = output_bytes(MAX_PAYLOAD_BYTES)
 """A ``read_document`` result's JSON stays below the central payload cap (1 MiB): characters
@@ -275,9 +275,9 @@ def _close_opened(opening: asyncio.Future[tuple[int, int]]) -> None:
 def document_format(tool: str, path: str) -> str:
     """The format a path's extension names; an unknown one is the model's to fix."""
     suffix = PurePosixPath(path).suffix.lower()
-    fmt = extract.FORMATS.get(suffix)
+    fmt = extraction.FORMATS.get(suffix)
     if fmt is None:
-        known = " ".join(extract.FORMATS)
+        known = " ".join(extraction.FORMATS)
         raise refused(
             tool, path, f"unsupported document type {suffix or '(no extension)'!r}; known: {known}"
         )

@@ -1,4 +1,4 @@
-"""The Office archive check (``extract.check_archive``) does what its docstring says: it stops
+"""The Office archive check (``extraction.check_archive``) does what its docstring says: it stops
 inflating an entry one byte past its declared size, whatever the entry's stream holds, and the
 library then parses the very bytes it checked. Proven by memory, in-process and in the real
 parser process, not by a process being killed."""
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.documents import extract
+from activities.documents import extraction
 from activities.documents.settings import MAX_ARCHIVE_BYTES, DocumentSettings
 from activities.documents.tools import DocumentTools
 from activities.files.paths import Roots
@@ -49,14 +49,14 @@ launcher, because a child's peak counts what it shared with its parent before ``
 from the test process itself, it would start at pytest's size."""
 
 
-def checked(data: bytes) -> tuple[extract.Refused | None, int]:
+def checked(data: bytes) -> tuple[extraction.Refused | None, int]:
     """What ``check_archive`` says of ``data``, and the most memory it allocated meanwhile."""
     stream = io.BytesIO(data)
     tracemalloc.start()
     try:
-        extract.check_archive(stream, "docx", MAX_ARCHIVE_BYTES)
+        extraction.check_archive(stream, "docx", MAX_ARCHIVE_BYTES)
         refusal = None
-    except extract.Refused as exc:
+    except extraction.Refused as exc:
         refusal = exc
     finally:
         peak = tracemalloc.get_traced_memory()[1]
@@ -169,15 +169,15 @@ def test_the_library_parses_the_bytes_the_check_read(
     was checked (one copy in memory), not the new bytes."""
     path = tmp_path / "a.docx"
     path.write_bytes(docx_file(["checked text"]))
-    check = extract.check_archive
+    check = extraction.check_archive
 
     def then_rewritten(stream: io.BytesIO, fmt: str, max_bytes: int) -> None:
         check(stream, fmt, max_bytes)
         path.write_bytes(docx_file(["unchecked text"]))  # same inode, new content
 
-    monkeypatch.setattr(extract, "check_archive", then_rewritten)
+    monkeypatch.setattr(extraction, "check_archive", then_rewritten)
     with path.open("rb") as stream:
-        result = extract.extract(
+        result = extraction.extract(
             stream, "docx", max_chars=1_000, max_sections=10, max_archive_bytes=MAX_ARCHIVE_BYTES
         )
     assert [section["text"] for section in result["sections"]] == ["checked text"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.documents import extract
+from activities.documents import extraction
 from activities.documents.tools import DocumentTools
 from tests.support.documents import (
     document_tools,
@@ -82,7 +82,7 @@ async def test_text_formats_are_returned_as_text(
 ) -> None:
     (root / name).write_text("\ufefffirst line\nsecond: {not: parsed}\n")
     result = await read(tools, root / name)
-    assert result.format == extract.FORMATS[Path(name).suffix.lower()]
+    assert result.format == extraction.FORMATS[Path(name).suffix.lower()]
     assert [(s.location, s.text) for s in result.sections] == [
         ("lines 1-2", "first line\nsecond: {not: parsed}\n")
     ]

@@ -17,7 +17,7 @@ import pytest
 from pypdf.filters import LZWDecode
 from temporalio.exceptions import ApplicationError, CancelledError
 
-from activities.documents import extract
+from activities.documents import extract, extraction
 from activities.documents.models import ReadDocumentArgs, ReadDocumentResult
 from activities.documents.settings import MAX_TIMEOUT_SECONDS, DocumentSettings
 from activities.documents.tools import MAX_RESULT_BYTES, DocumentTools
@@ -93,9 +93,9 @@ async def test_overlapping_entries_are_refused(root: Path, tools: DocumentTools)
 
 
 async def test_too_many_entries_are_refused(root: Path, tools: DocumentTools) -> None:
-    (root / "many.xlsx").write_bytes(many_entries(extract.MAX_ARCHIVE_ENTRIES + 1))
+    (root / "many.xlsx").write_bytes(many_entries(extraction.MAX_ARCHIVE_ENTRIES + 1))
     message = await refusal(tools, root / "many.xlsx")
-    assert f"more than {extract.MAX_ARCHIVE_ENTRIES}" in message
+    assert f"more than {extraction.MAX_ARCHIVE_ENTRIES}" in message
 
 
 async def test_an_entry_lying_about_its_size_stops_at_the_declared_size(
@@ -138,7 +138,7 @@ async def test_encrypted_pdf_is_refused_without_guessing(root: Path, tools: Docu
 async def test_ole2_containers_are_refused_as_encrypted_office_files(
     root: Path, tools: DocumentTools
 ) -> None:
-    ole2 = extract.OLE2_MAGIC + bytes(4096)
+    ole2 = extraction.OLE2_MAGIC + bytes(4096)
     for name in ("locked.docx", "locked.xlsx"):
         (root / name).write_bytes(ole2)
         assert "OLE2 container: an encrypted Office document" in await refusal(tools, root / name)
@@ -325,6 +325,33 @@ def test_the_parser_confines_itself() -> None:
         check=True,
     ).stdout
     assert out.strip() == "(300000000, 300000000) (7, 8) (0, 0)"
+
+
+def test_the_parser_process_imports_nothing_from_the_project() -> None:
+    import socket
+    import subprocess
+
+    # The real script, started as the tools start it; closing the socket ends it unemployed.
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with ours, theirs:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-I",
+                "-X",
+                "importtime",
+                extract.__file__,
+                "--parent",
+                str(os.getpid()),
+            ],
+            stdin=theirs.fileno(),
+            stderr=subprocess.PIPE,
+        )
+    _, log = process.communicate(timeout=60)
+    assert process.returncode == 0
+    imported = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in log.decode().splitlines()}
+    assert {"csv", "zipfile"} <= imported  # what the extraction beside it imports: it was loaded
+    assert not imported & {"activities", "worker", "workflows", "temporalio", "pydantic"}
 
 
 async def test_a_sheet_title_cannot_inflate_locations(root: Path) -> None:
