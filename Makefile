@@ -62,7 +62,7 @@ bench-documents: $(STAMP)
 	$(BIN)/python -m bench.documents
 
 bench-scale: $(STAMP)
-	$(BIN)/python -m bench.scale --calls 1000 10000
+	$(BIN)/python -m bench.scale --calls 1000 10000 --baseline 4410f6b
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,7 +1,7 @@
 """What does ``ToolCallWorkflow`` cost over a bare workflow running the same tool activity?
 
     make bench-overhead
-    python -m bench.overhead [--calls N] [--concurrency C ...] [--seconds S]
+    python -m bench.overhead [--calls N] [--concurrency C ...] [--seconds S] [--bare-unsandboxed]
 
 Starts its own dev server and five workers in one process and runs ``calculator`` five ways:
 
@@ -15,8 +15,10 @@ Starts its own dev server and five workers in one process and runs ``calculator`
 - ``bare/activity``: the bare workflow running it as a regular activity with the same options
   (start-to-close, schedule-to-start, one attempt).
 
-Every worker is built the same way (sandboxed runner sharing the workflow modules between runs, as
-production workers do, the configuration's cache size and concurrency). Calls are interleaved so
+Every worker is built the same way (the configuration's cache size and concurrency).
+``ToolCallWorkflow`` runs as production workers run it, outside the sandbox; the bare workflow runs
+in the sandbox sharing the workflow modules between runs, as a user's own workflow does by default,
+or with ``--bare-unsandboxed`` outside it too. Calls are interleaved so
 that machine noise hits all modes alike: sequential calls and timed throughput rounds go in an
 order where each mode follows each other mode equally often, at the same points of the run on
 average (``balanced``), and after each round the dev server is let go idle before the next. Prints
@@ -43,7 +45,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.base import CallContext
@@ -109,6 +111,8 @@ class Mode:
     options: ActivityPlan
     publish: bool = False
     """The bare workflow sets ``ToolCallStatus`` when it ends (``FLOOR``)."""
+    sandboxed: bool = True
+    """The bare workflow runs in the sandbox, as a user's own workflow does by default."""
     latencies: list[float] = field(default_factory=list)
     throughput: dict[int, float] = field(default_factory=dict)
     spread: dict[int, tuple[float, float]] = field(default_factory=dict)
@@ -156,17 +160,20 @@ class Mode:
         if self.tool_call:
             return build_worker(client, config)
         # Everything as ``build_worker`` sets it, except what it serves.
+        runner: WorkflowRunner = UnsandboxedWorkflowRunner()
+        if self.sandboxed:
+            # Shared like the workflows package, so it skips the per-workflow re-import.
+            runner = SandboxedWorkflowRunner(
+                restrictions=SandboxRestrictions.default.with_passthrough_modules(
+                    *PASSTHROUGH_MODULES, "workflows", "bench.baseline"
+                )
+            )
         return Worker(
             client,
             task_queue=self.queue,
             workflows=[BareToolWorkflow],
             activities=[bare_calculator],
-            # Shared like ToolCallWorkflow's module, so both skip the per-workflow re-import.
-            workflow_runner=SandboxedWorkflowRunner(
-                restrictions=SandboxRestrictions.default.with_passthrough_modules(
-                    *PASSTHROUGH_MODULES, "workflows", "bench.baseline"
-                )
-            ),
+            workflow_runner=runner,
             graceful_shutdown_timeout=timedelta(seconds=config.worker.graceful_shutdown_seconds),
             max_concurrent_activities=config.worker.max_concurrent_activities,
             max_cached_workflows=config.worker.max_cached_workflows,
@@ -271,7 +278,7 @@ def balanced(modes: list[Mode]) -> list[Mode]:
     return pairs + pairs[::-1]
 
 
-def make_modes(run_id: str) -> tuple[list[Mode], dict[str, Config]]:
+def make_modes(run_id: str, *, sandboxed: bool = True) -> tuple[list[Mode], dict[str, Config]]:
     modes = []
     configs = {}
     for local in (True, False):
@@ -283,16 +290,19 @@ def make_modes(run_id: str) -> tuple[list[Mode], dict[str, Config]]:
                 {"task_queue": queue, "activities": {"local_pure_tools": local}}, "bench"
             )
             options = build_catalog(config).options(TOOL).model_copy(update={"local": local})
-            modes.append(Mode(name, tool_call, local, queue, options))
+            modes.append(Mode(name, tool_call, local, queue, options, sandboxed=sandboxed))
             configs[name] = config
             if local and not tool_call:
                 queue = f"bench-floor-local-{run_id}"
-                modes.append(Mode(FLOOR, False, True, queue, options, publish=True))
+                floor = Mode(FLOOR, False, True, queue, options, publish=True, sandboxed=sandboxed)
+                modes.append(floor)
                 configs[FLOOR] = config
     return modes, configs
 
 
-async def run(calls: int, levels: list[int], seconds: float) -> list[Mode]:
+async def run(
+    calls: int, levels: list[int], seconds: float, *, sandboxed: bool = True
+) -> list[Mode]:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_binary(),
         search_attributes=SEARCH_ATTRIBUTES,
@@ -300,7 +310,7 @@ async def run(calls: int, levels: list[int], seconds: float) -> list[Mode]:
         dev_server_log_level="error",
     )
     client = env.client
-    modes, configs = make_modes(uuid.uuid4().hex[:8])
+    modes, configs = make_modes(uuid.uuid4().hex[:8], sandboxed=sandboxed)
     workers = [mode.worker(client, configs[mode.name]) for mode in modes]
     try:
         for worker in workers:
@@ -347,13 +357,21 @@ def main() -> None:
     parser.add_argument(
         "--seconds", type=float, default=16.0, help="throughput time per mode and concurrency"
     )
+    parser.add_argument(
+        "--bare-unsandboxed",
+        action="store_true",
+        help="run the bare workflows without the sandbox, as ToolCallWorkflow runs in production",
+    )
     args = parser.parse_args()
     if args.calls < 1 or args.seconds <= 0 or min(args.concurrency) < 1:
         parser.error("--calls, --seconds and --concurrency must be positive")
 
     def measure() -> int:
-        modes = asyncio.run(run(args.calls, args.concurrency, args.seconds))
+        sandboxed = not args.bare_unsandboxed
+        modes = asyncio.run(run(args.calls, args.concurrency, args.seconds, sandboxed=sandboxed))
         subject = f"{TOOL} {ARGUMENTS['expression']!r}"
+        if not sandboxed:
+            subject += ", bare workflows unsandboxed"
         report(modes, subject, args.calls, args.concurrency, args.seconds)
         return 0
 

@@ -2,7 +2,7 @@
 
     make bench-scale
     python -m bench.scale [--calls N ...] [--cache C] [--concurrency K] [--start-concurrency S]
-                          [--keep F] [--profile DIR]
+                          [--keep F] [--profile DIR] [--baseline REV]
 
 For each N, on a fresh dev server with a SQLite file (``temporal server start-dev
 --db-filename``, started by ``worker.devserver.DevServer``) and one worker process
@@ -21,15 +21,21 @@ and measures:
 The worker runs in its own process so that its CPU and memory are its own: the bench's client
 and the dev server are measured apart (the server's CPU is shown beside the worker's). Prints a
 table per N and, for two or more N, the growth of each figure from the smallest to the largest N
-against linear growth, flagging what grows faster.
+against linear growth, flagging what grows faster. With ``--baseline REV`` it first measures the
+smallest N the same way with the worker running the project as it was at commit REV (``make
+bench-scale``: the commit before the scale work), and prints the worker's CPU figures of both and
+the goal on the CPU per waited-and-approved call (``bench.scale_report.CPU_GOAL``), met or not.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import shutil
+import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import uuid
@@ -48,6 +54,7 @@ from bench.scale_report import (
     TOOL,
     Figures,
     report,
+    report_goal,
 )
 from worker.devserver import DevServer
 from workflows.client import WAITING_CALLS, ToolCallClient
@@ -116,6 +123,25 @@ def completed_query(queue: str) -> str:
     )
 
 
+def baseline_tree(rev: str, into: Path) -> Path:
+    """The project as it was at commit ``rev``, under ``into``, with this tree's
+    ``bench.scale_worker`` (the baseline may have none): what a baseline worker runs."""
+    root = Path(__file__).resolve().parent.parent
+    archive = subprocess.run(
+        ["git", "-C", str(root), "archive", "--format=tar", rev],
+        check=True,
+        capture_output=True,
+    ).stdout
+    tree = into / f"baseline-{rev}"
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(tree, filter="data")
+    bench = tree / "bench"
+    bench.mkdir(exist_ok=True)
+    (bench / "__init__.py").touch()
+    shutil.copy(root / "bench" / "scale_worker.py", bench / "scale_worker.py")
+    return tree
+
+
 async def measure(
     calls_n: int,
     cache: int,
@@ -123,19 +149,26 @@ async def measure(
     keep: float,
     profile_dir: Path | None,
     start_concurrency: int = DEFAULT_START_CONCURRENCY,
+    code: Path | None = None,
 ) -> Figures:
+    """One N; with ``code``, the worker runs the project from that tree (``baseline_tree``)."""
     figures = Figures(calls=calls_n, cache=cache, start_concurrency=start_concurrency)
     # Kept when the run fails, for the server's and the workers' logs.
     workdir = Path(tempfile.mkdtemp(prefix="bench-scale-"))
     try:
-        return await _measure_in(figures, workdir, concurrency, keep, profile_dir)
+        return await _measure_in(figures, workdir, concurrency, keep, profile_dir, code)
     except BaseException:
         print(f"  N={calls_n}: failed; logs in {workdir}", file=sys.stderr, flush=True)
         raise
 
 
 async def _measure_in(
-    figures: Figures, workdir: Path, concurrency: int, keep: float, profile_dir: Path | None
+    figures: Figures,
+    workdir: Path,
+    concurrency: int,
+    keep: float,
+    profile_dir: Path | None,
+    code: Path | None,
 ) -> Figures:
     calls_n, cache = figures.calls, figures.cache
     queue = f"bench-scale-{uuid.uuid4().hex[:8]}"
@@ -151,14 +184,14 @@ async def _measure_in(
         client = await Client.connect(server.address, data_converter=pydantic_data_converter)
         calls = ToolCallClient(client, task_queue=queue)
         profile = profile_dir / f"worker-{calls_n}.prof" if profile_dir else None
-        worker = await WorkerProcess.start(server.address, queue, cache, workdir, profile)
+        worker = await WorkerProcess.start(server.address, queue, cache, workdir, profile, code)
         try:
             await _measure(figures, client, calls, worker, server_pid, concurrency, keep)
             await worker.stop()
             figures.gc_seconds = worker.gc_seconds
             restart_profile = profile_dir / f"restart-{calls_n}.prof" if profile_dir else None
             await _restart(
-                figures, client, calls, server, workdir, queue, concurrency, restart_profile
+                figures, client, calls, server, workdir, queue, concurrency, restart_profile, code
             )
         finally:
             await worker.stop()
@@ -263,10 +296,11 @@ async def _restart(
     queue: str,
     concurrency: int,
     profile: Path | None,
+    code: Path | None,
 ) -> None:
     n = figures.calls
     rest = [f"scale-{n}-{i:06d}" for i in range(figures.approved, n)]
-    worker = await WorkerProcess.start(server.address, queue, figures.cache, workdir, profile)
+    worker = await WorkerProcess.start(server.address, queue, figures.cache, workdir, profile, code)
     try:
         figures.restart_ready = worker.ready_at - worker.spawned
         cpu = worker.cpu()
@@ -293,6 +327,23 @@ async def _at_least(client: Client, query: str, n: int) -> bool:
     return await count(client, query) >= n
 
 
+def _measure_baseline(args: argparse.Namespace, n: int) -> Figures:
+    print(f"N={n} on the baseline {args.baseline}: starting", flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench-scale-baseline-") as into:
+        tree = baseline_tree(args.baseline, Path(into))
+        return asyncio.run(
+            measure(
+                n,
+                args.cache,
+                args.concurrency,
+                args.keep,
+                None,
+                args.start_concurrency,
+                code=tree,
+            )
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, nargs="+", default=list(DEFAULT_CALLS))
@@ -306,6 +357,9 @@ def main() -> None:
     )
     parser.add_argument("--keep", type=float, default=DEFAULT_KEEP, help="fraction for the restart")
     parser.add_argument("--profile", type=Path, help="write the workers' cProfile data here")
+    parser.add_argument(
+        "--baseline", metavar="REV", help="also measure the smallest N on the code of commit REV"
+    )
     args = parser.parse_args()
     if min(args.calls) < 2 or min(args.concurrency, args.start_concurrency) < 1:
         parser.error("--calls must be at least 2, the concurrencies positive")
@@ -315,6 +369,9 @@ def main() -> None:
         args.profile.mkdir(parents=True, exist_ok=True)
 
     def measure_all() -> int:
+        baseline = None
+        if args.baseline:
+            baseline = _measure_baseline(args, min(args.calls))
         results = []
         for n in sorted(args.calls):
             print(f"N={n}: starting", flush=True)
@@ -333,6 +390,8 @@ def main() -> None:
             if len(results) < len(args.calls):
                 report(results[-1:], args.concurrency)  # in case a larger N fails
         report(results, args.concurrency)
+        if baseline is not None:
+            report_goal(results[0], baseline, args.baseline)
         return 0
 
     finish("bench.scale", measure_all)

@@ -51,8 +51,19 @@ class WorkerProcess:
 
     @classmethod
     async def start(
-        cls, address: str, queue: str, cache: int, workdir: Path, profile: Path | None
+        cls,
+        address: str,
+        queue: str,
+        cache: int,
+        workdir: Path,
+        profile: Path | None,
+        code: Path | None = None,
     ) -> WorkerProcess:
+        """Start the worker; with ``code``, the project's packages are imported from that tree
+        (a baseline's, see ``bench.scale.baseline_tree``) instead of this one."""
+        env = None
+        if code is not None:
+            env = {**os.environ, "PYTHONPATH": str(code)}
         command = [
             sys.executable,
             "-m",
@@ -76,6 +87,8 @@ class WorkerProcess:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=log,
                 start_new_session=True,
+                cwd=code,
+                env=env,
             )
         finally:
             log.close()

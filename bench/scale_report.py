@@ -202,3 +202,27 @@ def report(results: list[Figures], concurrency: int) -> None:
             f"{scale:g}x for totals and 1x for the rest; "
             + (f"super-linear: {', '.join(flagged)}" if flagged else "nothing super-linear")
         )
+
+
+CPU_GOAL = 1.5
+"""The worker CPU per waited-and-approved call the baseline spent, over what the code spends now."""
+
+
+def report_goal(current: Figures, baseline: Figures, rev: str) -> None:
+    """The worker's CPU figures of ``current`` beside ``baseline``'s (the same N, the same run),
+    and the goal on the CPU per waited-and-approved call, met or not."""
+    print(f"N={current.calls}, now against the baseline {rev} (run first, the same way)")
+    print(f"{'figure':<44}{'baseline':>12}{'now':>12}{'less':>10}")
+    for row in rows():
+        if row.name.startswith(("worker CPU", "restart: worker CPU")):
+            before, now = row.value(baseline), row.value(current)
+            less = before / now if now else float("inf")
+            cells = f"{format(before, row.fmt):>12}{format(now, row.fmt):>12}"
+            print(f"{row.name:<44}{cells}{less:>9.2f}x")
+    ratio = baseline.cpu_per_call / current.cpu_per_call
+    result = "met" if ratio >= CPU_GOAL else "not met"
+    print("goals")
+    print(
+        f"worker CPU per waited+approved call, baseline / now: {ratio:.2f}x, "
+        f"goal >= {CPU_GOAL:g}x: {result}"
+    )

@@ -36,7 +36,7 @@ from worker.config import Config, ConfigError, build_catalog
 from worker.inbox.settings import with_inbox_groups
 from worker.payloads.converter import PayloadPipeline, payload_pipeline
 from worker.payloads.keys import KeysError, load_keys
-from worker.sandbox import ContextRunner
+from worker.sandbox import ContextRunner, OwnUnsandboxed
 from worker.telemetry.tracing import (
     TracingUnavailable,
     install_tracer_provider,
@@ -55,6 +55,10 @@ PASSTHROUGH_MODULES = (
     "pydantic_core",
 )
 """Pure modules the sandbox shares between workflow runs instead of re-importing them for each."""
+
+
+OWN_WORKFLOWS = (ToolCallWorkflow, GrantWorkflow, DefinitionsWorkflow)
+"""The workflows this plugin adds to a worker."""
 
 
 def sandbox_runner(*, isolate: bool = True) -> SandboxedWorkflowRunner:
@@ -205,12 +209,7 @@ class ToolCallsPlugin(SimplePlugin):
             activities += Notifier(
                 deployment.notifications, namespace=client.namespace, environ=self._environ
             ).activities()
-            config["workflows"] = [
-                *config.get("workflows", ()),
-                ToolCallWorkflow,
-                GrantWorkflow,
-                DefinitionsWorkflow,
-            ]
+            config["workflows"] = [*config.get("workflows", ()), *OWN_WORKFLOWS]
             config["workflow_runner"] = self._runner(
                 config.get("workflow_runner"), isolate=served.config.worker.isolate_workflows
             )
@@ -267,17 +266,20 @@ class ToolCallsPlugin(SimplePlugin):
 
     @staticmethod
     def _runner(existing: WorkflowRunner | None, *, isolate: bool) -> WorkflowRunner:
-        # A runner of the user's own choosing that is not the sandbox is left alone.
+        """The worker's runner: the sandbox (the SDK's default becomes ``ContextRunner``) sharing
+        our pure modules; not isolated, our own workflows run without it (``OwnUnsandboxed``). A
+        runner of the user's own choosing that is not the sandbox is left alone."""
         if existing is None:
-            return sandbox_runner(isolate=isolate)
-        if type(existing) is SandboxedWorkflowRunner:
+            existing = ContextRunner()
+        elif type(existing) is SandboxedWorkflowRunner:
             # The SDK's own sandbox (a Worker's default): the same settings, direct lookups.
             existing = ContextRunner(
                 restrictions=existing.restrictions, runner_class=existing.runner_class
             )
-        if isinstance(existing, SandboxedWorkflowRunner):
-            return _with_passthrough(existing, isolate=isolate)
-        return existing
+        if not isinstance(existing, SandboxedWorkflowRunner):
+            return existing
+        sandbox = _with_passthrough(existing, isolate=isolate)
+        return sandbox if isolate else OwnUnsandboxed(sandbox, OWN_WORKFLOWS)
 
 
 def inline_attestor(config: Config, environ: Mapping[str, str]) -> Attestor | None:

@@ -1,4 +1,5 @@
-"""The workflow sandbox of our workers: the SDK's, with its per-payload context lookup made direct.
+"""The workflow runners of our workers: the SDK's sandbox with its per-payload context lookup made
+direct, and ``OwnUnsandboxed``, which runs this project's own workflows without the sandbox.
 
 For every payload of every activation and completion (three passes each way: codec, external
 storage, references) the SDK asks the workflow instance which serialization context applies, and
@@ -11,14 +12,29 @@ sandbox directly. Workflow code still runs only through the sandbox's ``activate
 It reaches into the SDK's private ``_Instance``: when that moves, the lookup falls back to the
 SDK's own path (and, should the private module itself move, ``ContextRunner`` is the SDK's runner
 unchanged), and ``tests/worker/test_sandbox.py`` fails.
+
+A production worker (``[worker] isolate_workflows = false``) passes the ``workflows`` package
+through the sandbox already, so its code runs on the real modules and the sandbox checks nothing in
+it, yet each activation still pays for entering and leaving the sandbox. ``OwnUnsandboxed`` runs
+``ToolCallWorkflow`` and its companions with the SDK's unsandboxed runner there and every other
+workflow of the worker (the user's own) in the sandbox as before. Replays and isolated workers keep
+the sandbox for ours too, so a non-deterministic call slipped into the workflow code still fails in
+the test suite (docs/performance.md, "Our workflows without the sandbox").
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from temporalio import workflow
 from temporalio.converter import SerializationContext, StorageDriverStoreContext
-from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails
+from temporalio.worker import (
+    UnsandboxedWorkflowRunner,
+    WorkflowInstance,
+    WorkflowInstanceDetails,
+    WorkflowRunner,
+)
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 if TYPE_CHECKING:
@@ -63,3 +79,27 @@ class DirectContexts(_Instance or object):  # type: ignore[misc]
             return super().get_external_store_context(command_info)  # type: ignore[no-any-return]
         context: StorageDriverStoreContext = inside.get_external_store_context(command_info)
         return context
+
+
+class OwnUnsandboxed(WorkflowRunner):
+    """``sandbox`` for every workflow but ``own``, which run without the sandbox."""
+
+    def __init__(self, sandbox: WorkflowRunner, own: Iterable[type]) -> None:
+        self.sandbox = sandbox
+        self.own = frozenset(own)
+        self._direct = UnsandboxedWorkflowRunner()
+
+    def _for(self, defn: workflow._Definition) -> WorkflowRunner:
+        return self._direct if defn.cls in self.own else self.sandbox
+
+    def prepare_workflow(self, defn: workflow._Definition) -> None:
+        self._for(defn).prepare_workflow(defn)
+
+    def create_instance(self, det: WorkflowInstanceDetails) -> WorkflowInstance:
+        return self._for(det.defn).create_instance(det)
+
+    def set_worker_level_failure_exception_types(
+        self, types: Sequence[type[BaseException]]
+    ) -> None:
+        self.sandbox.set_worker_level_failure_exception_types(types)
+        self._direct.set_worker_level_failure_exception_types(types)

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
+from temporalio import workflow
 from temporalio.client import Client
 from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import (
+    ExecuteWorkflowInput,
+    Interceptor,
+    Replayer,
+    Worker,
+    WorkflowInboundInterceptor,
+    WorkflowInterceptorClassInput,
+)
 
 from activities.families import BUILTIN_FAMILIES
 from activities.family import Family, NoSettings, Resources
@@ -19,7 +28,7 @@ from tests.support.user_app import UserApp, shout
 from worker.config import ConfigError, parse_config
 from worker.plugin import PLUGIN_NAME, ToolCallsPlugin
 from worker.run import build_worker
-from workflows.models import CallStatus, ToolCallRequest
+from workflows.models import WORKFLOW_NAME, CallStatus, ToolCallRequest
 from workflows.tool_call import ToolCallWorkflow
 
 EXPECTED = "HI completed {'expression': '6 * 7', 'result': 42}"
@@ -91,6 +100,50 @@ async def test_a_worker_given_the_plugin_serves_calls_from_a_plain_client(
     assert read.output is not None
     assert read.output["content"] == "from the user's worker\n"
     assert plugin.served(queue).tools == ["calculator", "read_file"]
+
+
+class _SandboxWitness(Interceptor):
+    """Records, per workflow type, whether its code ran in the sandbox."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, bool] = {}
+
+    def workflow_interceptor_class(
+        self, input: WorkflowInterceptorClassInput
+    ) -> type[WorkflowInboundInterceptor]:
+        seen = self.seen
+
+        class Inbound(WorkflowInboundInterceptor):
+            async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
+                seen[workflow.info().workflow_type] = workflow.unsafe.in_sandbox()
+                return await super().execute_workflow(input)
+
+        return Inbound
+
+
+@pytest.mark.parametrize("isolate", [False, True])
+async def test_our_workflows_leave_the_sandbox_unless_isolated_and_the_users_never_do(
+    env: WorkflowEnvironment, isolate: bool
+) -> None:
+    # A production worker (not isolated) runs ToolCallWorkflow without the sandbox; the user's
+    # workflow on the same worker keeps it. An isolated worker sandboxes both.
+    config = parse_config({"worker": {"isolate_workflows": isolate}})
+    plugin = ToolCallsPlugin(config)
+    client = await connect(env, plugin)
+    queue = f"app-{uuid.uuid4()}"
+    witness = _SandboxWitness()
+    async with Worker(
+        client,
+        task_queue=queue,
+        workflows=[UserApp],
+        activities=[shout],
+        interceptors=[witness],
+    ):
+        mine = await client.execute_workflow(
+            UserApp.run, "hi", id=f"app-{uuid.uuid4()}", task_queue=queue
+        )
+    assert mine == EXPECTED
+    assert witness.seen == {"UserApp": True, WORKFLOW_NAME: isolate}
 
 
 def test_the_plugin_serves_only_what_the_configuration_assigns_to_the_queue(

@@ -11,12 +11,13 @@ import dataclasses
 import pytest
 from temporalio import workflow
 from temporalio.converter import DataConverter, WorkflowSerializationContext
-from temporalio.worker import WorkflowInstanceDetails
+from temporalio.worker import UnsandboxedWorkflowRunner, WorkflowInstanceDetails
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from temporalio.worker.workflow_sandbox._runner import _fake_info
 
+from tests.support.user_app import UserApp
 from worker.plugin import ToolCallsPlugin, sandbox_runner
-from worker.sandbox import IN_SANDBOX, ContextRunner, DirectContexts
+from worker.sandbox import IN_SANDBOX, ContextRunner, DirectContexts, OwnUnsandboxed
 from workflows.tool_call import ToolCallWorkflow
 
 
@@ -77,14 +78,38 @@ def test_workers_get_the_direct_lookups_unless_they_chose_another_sandbox() -> N
     # A Worker's default runner is the SDK's sandbox: the plugin replaces it, keeping its settings.
     default = SandboxedWorkflowRunner()
     chosen = ToolCallsPlugin._runner(default, isolate=False)
-    assert isinstance(chosen, ContextRunner)
-    assert chosen.runner_class is default.runner_class
-    assert "workflows" in chosen.restrictions.passthrough_modules
+    assert isinstance(chosen, OwnUnsandboxed)
+    assert isinstance(chosen.sandbox, ContextRunner)
+    assert chosen.sandbox.runner_class is default.runner_class
+    assert "workflows" in chosen.sandbox.restrictions.passthrough_modules
+    isolated = ToolCallsPlugin._runner(default, isolate=True)
+    assert isinstance(isolated, ContextRunner)
+    assert "workflows" not in isolated.restrictions.passthrough_modules
 
     class Own(SandboxedWorkflowRunner):
         pass
 
-    assert type(ToolCallsPlugin._runner(Own(), isolate=False)) is Own
+    own = ToolCallsPlugin._runner(Own(), isolate=False)
+    assert isinstance(own, OwnUnsandboxed)
+    assert type(own.sandbox) is Own
+    assert type(ToolCallsPlugin._runner(Own(), isolate=True)) is Own
+    # A runner that is not the sandbox is the user's choice for every workflow, ours included.
+    unsandboxed = UnsandboxedWorkflowRunner()
+    assert ToolCallsPlugin._runner(unsandboxed, isolate=False) is unsandboxed
+
+
+async def test_our_workflows_get_instances_outside_the_sandbox_and_the_rest_inside() -> None:
+    runner = ToolCallsPlugin._runner(None, isolate=False)
+    assert isinstance(runner, OwnUnsandboxed)
+    ours = runner.create_instance(_details("call-3"))
+    assert not isinstance(ours, DirectContexts)
+    assert ours.get_serialization_context(None) == WorkflowSerializationContext(
+        namespace="ns", workflow_id="call-3"
+    )
+    theirs = runner.create_instance(
+        dataclasses.replace(_details("app-1"), defn=workflow._Definition.must_from_class(UserApp))
+    )
+    assert isinstance(theirs, DirectContexts)
 
 
 async def test_without_the_private_instance_class_the_sdk_runner_serves(
