@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+# The commit before the scale work: bench-scale measures the worker's CPU against it.
+SCALE_BASELINE := 4410f6b
 CONFIG ?= examples/toolcalls.toml
 
 .PHONY: run test test-servers test-browser lint typecheck check record-histories bench bench-overhead bench-inline bench-search bench-documents bench-scale clean
@@ -62,7 +64,7 @@ bench-documents: $(STAMP)
 	$(BIN)/python -m bench.documents
 
 bench-scale: $(STAMP)
-	$(BIN)/python -m bench.scale --calls 1000 10000 --baseline 4410f6b
+	$(BIN)/python -m bench.scale --calls 1000 10000 --baseline $(SCALE_BASELINE)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

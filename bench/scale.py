@@ -2,7 +2,7 @@
 
     make bench-scale
     python -m bench.scale [--calls N ...] [--cache C] [--concurrency K] [--start-concurrency S]
-                          [--keep F] [--profile DIR] [--baseline REV]
+                          [--keep F] [--profile DIR] [--baseline REV [--baseline-rounds R]]
 
 For each N, on a fresh dev server with a SQLite file (``temporal server start-dev
 --db-filename``, started by ``worker.devserver.DevServer``) and one worker process
@@ -23,8 +23,9 @@ and the dev server are measured apart (the server's CPU is shown beside the work
 table per N and, for two or more N, the growth of each figure from the smallest to the largest N
 against linear growth, flagging what grows faster. With ``--baseline REV`` it first measures the
 smallest N the same way with the worker running the project as it was at commit REV (``make
-bench-scale``: the commit before the scale work), and prints the worker's CPU figures of both and
-the goal on the CPU per waited-and-approved call (``bench.scale_report.CPU_GOAL``), met or not.
+bench-scale``: the commit before the scale work), in turns with this code (``--baseline-rounds``
+runs each, in the order B N N B), and prints the worker's CPU figures of both and the goal on the
+CPU per waited-and-approved call (``bench.scale_report.CPU_GOAL``) over the means, met or not.
 """
 
 from __future__ import annotations
@@ -327,21 +328,35 @@ async def _at_least(client: Client, query: str, n: int) -> bool:
     return await count(client, query) >= n
 
 
-def _measure_baseline(args: argparse.Namespace, n: int) -> Figures:
-    print(f"N={n} on the baseline {args.baseline}: starting", flush=True)
+def abba(rounds: int) -> list[bool]:
+    """Which of ``2 * rounds`` runs are the baseline's: B N N B B N N B ..., so that a machine
+    that drifts over the run drifts for both alike."""
+    return [(i % 4) in (0, 3) for i in range(2 * rounds)]
+
+
+def _measure_pairs(args: argparse.Namespace, n: int) -> tuple[list[Figures], list[Figures]]:
+    """``--baseline-rounds`` runs of N=``n`` on the baseline and as many on this code, in the
+    order ``abba`` gives."""
+    baselines: list[Figures] = []
+    nows: list[Figures] = []
     with tempfile.TemporaryDirectory(prefix="bench-scale-baseline-") as into:
         tree = baseline_tree(args.baseline, Path(into))
-        return asyncio.run(
-            measure(
-                n,
-                args.cache,
-                args.concurrency,
-                args.keep,
-                None,
-                args.start_concurrency,
-                code=tree,
+        for on_baseline in abba(args.baseline_rounds):
+            side = f"the baseline {args.baseline}" if on_baseline else "this code"
+            print(f"N={n} on {side}: starting", flush=True)
+            figures = asyncio.run(
+                measure(
+                    n,
+                    args.cache,
+                    args.concurrency,
+                    args.keep,
+                    None,
+                    args.start_concurrency,
+                    code=tree if on_baseline else None,
+                )
             )
-        )
+            (baselines if on_baseline else nows).append(figures)
+    return baselines, nows
 
 
 def main() -> None:
@@ -360,20 +375,29 @@ def main() -> None:
     parser.add_argument(
         "--baseline", metavar="REV", help="also measure the smallest N on the code of commit REV"
     )
+    parser.add_argument(
+        "--baseline-rounds",
+        type=int,
+        default=2,
+        help="runs of the smallest N on each side, in the order B N N B",
+    )
     args = parser.parse_args()
     if min(args.calls) < 2 or min(args.concurrency, args.start_concurrency) < 1:
         parser.error("--calls must be at least 2, the concurrencies positive")
+    if args.baseline_rounds < 1:
+        parser.error("--baseline-rounds must be positive")
     if not 0 < args.keep < 1:
         parser.error("--keep must be in (0, 1)")
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
 
     def measure_all() -> int:
-        baseline = None
+        baselines: list[Figures] = []
+        nows: list[Figures] = []
         if args.baseline:
-            baseline = _measure_baseline(args, min(args.calls))
-        results = []
-        for n in sorted(args.calls):
+            baselines, nows = _measure_pairs(args, min(args.calls))
+        results = nows[:1]  # the smallest N's table shows this code's first run
+        for n in sorted(args.calls)[len(results) :]:
             print(f"N={n}: starting", flush=True)
             results.append(
                 asyncio.run(
@@ -390,8 +414,8 @@ def main() -> None:
             if len(results) < len(args.calls):
                 report(results[-1:], args.concurrency)  # in case a larger N fails
         report(results, args.concurrency)
-        if baseline is not None:
-            report_goal(results[0], baseline, args.baseline)
+        if baselines:
+            report_goal(nows, baselines, args.baseline)
         return 0
 
     finish("bench.scale", measure_all)

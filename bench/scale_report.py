@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import platform
+import statistics
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -208,21 +209,29 @@ CPU_GOAL = 1.5
 """The worker CPU per waited-and-approved call the baseline spent, over what the code spends now."""
 
 
-def report_goal(current: Figures, baseline: Figures, rev: str) -> None:
-    """The worker's CPU figures of ``current`` beside ``baseline``'s (the same N, the same run),
-    and the goal on the CPU per waited-and-approved call, met or not."""
-    print(f"N={current.calls}, now against the baseline {rev} (run first, the same way)")
-    print(f"{'figure':<44}{'baseline':>12}{'now':>12}{'less':>10}")
+def report_goal(nows: list[Figures], baselines: list[Figures], rev: str) -> None:
+    """The worker's CPU figures of each run of this code and of the baseline (the same N, in turns
+    in the same run), their means, and the goal on the CPU per waited-and-approved call."""
+    n = nows[0].calls
+    print(f"N={n}, this code against the baseline {rev}, {len(nows)} runs each, in turns")
+    print(f"{'figure':<44}{'baseline':>18}{'now':>18}{'less':>8}")
     for row in rows():
         if row.name.startswith(("worker CPU", "restart: worker CPU")):
-            before, now = row.value(baseline), row.value(current)
-            less = before / now if now else float("inf")
-            cells = f"{format(before, row.fmt):>12}{format(now, row.fmt):>12}"
-            print(f"{row.name:<44}{cells}{less:>9.2f}x")
-    ratio = baseline.cpu_per_call / current.cpu_per_call
+            before = [row.value(f) for f in baselines]
+            now = [row.value(f) for f in nows]
+            less = statistics.mean(before) / statistics.mean(now)
+            cells = f"{_runs(before, row.fmt):>18}{_runs(now, row.fmt):>18}"
+            print(f"{row.name:<44}{cells}{less:>7.2f}x")
+    ratio = statistics.mean(f.cpu_per_call for f in baselines) / statistics.mean(
+        f.cpu_per_call for f in nows
+    )
     result = "met" if ratio >= CPU_GOAL else "not met"
-    print("goals")
+    print("goals (means of the runs)")
     print(
         f"worker CPU per waited+approved call, baseline / now: {ratio:.2f}x, "
         f"goal >= {CPU_GOAL:g}x: {result}"
     )
+
+
+def _runs(values: list[float], fmt: str) -> str:
+    return " ".join(format(v, fmt) for v in values)

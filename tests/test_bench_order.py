@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import statistics
+import subprocess
 from collections import Counter
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from bench.overhead import Mode, balanced, make_modes
+from bench.scale import abba, baseline_tree
 from workflows.models import ActivityPlan
 
 OPTIONS = ActivityPlan(
@@ -58,3 +61,31 @@ def test_the_benchmark_compares_five_modes_with_the_floor_among_them() -> None:
     assert not floor.tool_call
     assert len({mode.queue for mode in built}) == 5
     assert set(configs) == set(names)
+
+
+@pytest.mark.parametrize("rounds", [1, 2, 3])
+def test_the_scale_baseline_takes_turns_with_this_code_and_starts_as_early(rounds: int) -> None:
+    order = abba(rounds)
+    assert len(order) == 2 * rounds
+    assert order.count(True) == order.count(False) == rounds
+    assert order[:4] == [True, False, False, True][: len(order)]
+    # On average neither side runs earlier in the run than the other (exactly so for even rounds).
+    base = statistics.mean(i for i, on in enumerate(order) if on)
+    now = statistics.mean(i for i, on in enumerate(order) if not on)
+    assert abs(base - now) <= (1 if rounds % 2 else 0)
+
+
+def test_the_baseline_tree_is_the_commit_with_this_scale_worker(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parent.parent
+    tree = baseline_tree("HEAD", tmp_path)
+
+    def committed(path: str) -> bytes:
+        return subprocess.run(
+            ["git", "-C", str(root), "show", f"HEAD:{path}"], check=True, capture_output=True
+        ).stdout
+
+    assert (tree / "workflows" / "tool_call.py").read_bytes() == committed("workflows/tool_call.py")
+    assert (tree / "worker" / "plugin.py").read_bytes() == committed("worker/plugin.py")
+    # The scale worker is this tree's, whatever the commit had (the baseline had none).
+    here = root / "bench" / "scale_worker.py"
+    assert (tree / "bench" / "scale_worker.py").read_bytes() == here.read_bytes()
