@@ -20,6 +20,7 @@ from temporalio.client import (
     Client,
     WorkflowExecutionDescription,
     WorkflowExecutionStatus,
+    WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
@@ -44,7 +45,9 @@ from workflows.models import (
     MEMO_PENDING_APPROVAL,
     MEMO_PENDING_QUESTION,
     ApprovalDecision,
+    ApprovalRecord,
     ApprovalRequest,
+    AskUserOutput,
     CallState,
     DecisionInput,
     EditProposal,
@@ -205,6 +208,8 @@ class ClientBase:
     ) -> Outcome:
         """``update`` when a worker serves the call (it answers the ``status`` query), else
         ``signal``, queued until a worker applies it; the signal also when the update times out.
+        An update that timed out on its RPC may have been applied all the same: when the signal
+        after it finds the call ended, the result says whether it was (``_applied``).
         """
         if await self._live_state(handle, description) is None:
             return await queue_signal(handle, signal, queued)
@@ -213,12 +218,43 @@ class ClientBase:
         except WorkflowUpdateFailedError as exc:
             return Outcome(Delivery.REJECTED, reason=update_reason(exc))
         except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
-            return await signal_after_timeout(handle, exc, signal, queued)
+            outcome = await signal_after_timeout(handle, exc, signal, queued)
+            if outcome.delivery is Delivery.REJECTED:
+                applied = await self._applied(handle, argument)
+                if applied is not None:
+                    return Outcome(Delivery.ACCEPTED, record=applied)
+            return outcome
         except RPCError as exc:
             if exc.status is RPCStatusCode.NOT_FOUND:
                 return Outcome(Delivery.REJECTED, reason=CALL_ENDED)
             raise
         return Outcome(Delivery.ACCEPTED, record=record)
+
+    async def _applied(
+        self, handle: Handle, sent: BaseModel
+    ) -> ApprovalRecord | AskUserOutput | None:
+        """What the ended call applied of ``sent`` (a decision or an answer) by update, as its
+        result records it; ``None`` when it did not, or its result cannot be read."""
+        try:
+            result = await handle.result(rpc_timeout=self.update_timeout)
+        except (WorkflowFailureError, RPCError):
+            return None
+        if isinstance(sent, ApprovalDecision):
+            for record in [*result.approvals, result.approval]:
+                if (
+                    record is not None
+                    and record.via == "update"
+                    and (
+                        (record.request_id, record.approved, record.approver, record.reason)
+                        == (sent.request_id, sent.approved, sent.approver, sent.reason)
+                    )
+                ):
+                    return record
+            return None
+        output = model_or_none(AskUserOutput, result.output)
+        if isinstance(sent, UserAnswer) and output is not None and output.answer == sent.answer:
+            return output if output.request_id == sent.request_id else None
+        return None
 
     async def approve(
         self,

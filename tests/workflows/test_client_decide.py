@@ -12,6 +12,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
+    WorkflowHandle,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.service import RPCError, RPCStatusCode
@@ -427,6 +428,54 @@ async def test_an_update_that_timed_out_on_a_call_that_ended_is_rejected_not_rai
         {},
     )
     assert (outcome.delivery, outcome.reason) == (Delivery.REJECTED, "the call has ended")
+
+
+async def test_an_update_applied_after_its_rpc_timed_out_is_accepted_not_rejected(
+    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Right after a worker restart an update can outlive its RPC timeout and still be applied; the
+    # call then ends before the fallback signal reaches it. The decision was applied: the result
+    # says so, and the client must not report it rejected.
+    real = WorkflowHandle.execute_update
+    applied = True
+
+    async def delivered_then_timed_out(self: Any, update: Any, arg: Any, **kwargs: Any) -> Any:
+        if applied:
+            await real(self, update, arg, **kwargs)
+            await self.result()
+        else:
+            await self.terminate("ended while the update was on its way")
+        raise WorkflowUpdateRPCTimeoutOrCancelledError()
+
+    tools = ToolCallClient(client, task_queue=task_queue, probe_timeout=PROBE)
+    async with running_worker(client, make_config(task_queue)) as probes:
+        write = await tools.start(write_request("f"))
+        ask = await tools.start(question_request())
+        lost = await tools.start(write_request("g"))
+        found = await listed_pending(tools, write.id, ask.id, lost.id)
+        monkeypatch.setattr(WorkflowHandle, "execute_update", delivered_then_timed_out)
+        pending = found[write.id].approval
+        assert pending is not None
+        decided = await tools.decide(write.id, decision(pending, approver="carol", reason="ok"))
+        said = await tools.answer(ask.id, "Parquet", responder="dana")
+        applied = False
+        pending = found[lost.id].approval
+        assert pending is not None
+        never = await tools.decide(lost.id, decision(pending))
+
+    assert decided.delivery is Delivery.ACCEPTED
+    assert isinstance(decided.record, ApprovalRecord)
+    assert (decided.record.approver, decided.record.reason, decided.record.via) == (
+        "carol",
+        "ok",
+        "update",
+    )
+    assert probes.runs == {"probe_write": 1}
+    assert said.delivery is Delivery.ACCEPTED
+    assert isinstance(said.record, AskUserOutput)
+    assert (said.record.status, said.record.answer) == (QuestionStatus.ANSWERED, "Parquet")
+    # A call that ended without applying it: the decision was not applied, and is rejected.
+    assert (never.delivery, never.reason) == (Delivery.REJECTED, "the call has ended")
 
 
 async def test_a_task_queue_the_server_is_too_busy_to_describe_counts_as_unserved(
