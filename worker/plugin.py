@@ -62,7 +62,8 @@ OWN_WORKFLOWS = (ToolCallWorkflow, GrantWorkflow, DefinitionsWorkflow)
 
 
 def sandbox_runner(*, isolate: bool = True) -> SandboxedWorkflowRunner:
-    """The sandbox for ``ToolCallWorkflow``; ``isolate=False`` shares the ``workflows`` package.
+    """The sandbox for a parent workflow's worker (and, isolated, for ``ToolCallWorkflow``);
+    ``isolate=False`` shares the ``workflows`` package.
 
     It is the SDK's sandbox with the per-payload context lookup made direct (``worker.sandbox``).
     """
