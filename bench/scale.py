@@ -334,6 +334,17 @@ def abba(rounds: int) -> list[bool]:
     return [(i % 4) in (0, 3) for i in range(2 * rounds)]
 
 
+def _measure_one(
+    args: argparse.Namespace, n: int, *, code: Path | None = None, profile: Path | None = None
+) -> Figures:
+    """One N with the command line's settings (``measure``)."""
+    return asyncio.run(
+        measure(
+            n, args.cache, args.concurrency, args.keep, profile, args.start_concurrency, code=code
+        )
+    )
+
+
 def _measure_pairs(args: argparse.Namespace, n: int) -> tuple[list[Figures], list[Figures]]:
     """``--baseline-rounds`` runs of N=``n`` on the baseline and as many on this code, in the
     order ``abba`` gives."""
@@ -344,17 +355,7 @@ def _measure_pairs(args: argparse.Namespace, n: int) -> tuple[list[Figures], lis
         for on_baseline in abba(args.baseline_rounds):
             side = f"the baseline {args.baseline}" if on_baseline else "this code"
             print(f"N={n} on {side}: starting", flush=True)
-            figures = asyncio.run(
-                measure(
-                    n,
-                    args.cache,
-                    args.concurrency,
-                    args.keep,
-                    None,
-                    args.start_concurrency,
-                    code=tree if on_baseline else None,
-                )
-            )
+            figures = _measure_one(args, n, code=tree if on_baseline else None)
             (baselines if on_baseline else nows).append(figures)
     return baselines, nows
 
@@ -399,18 +400,7 @@ def main() -> None:
         results = nows[:1]  # the smallest N's table shows this code's first run
         for n in sorted(args.calls)[len(results) :]:
             print(f"N={n}: starting", flush=True)
-            results.append(
-                asyncio.run(
-                    measure(
-                        n,
-                        args.cache,
-                        args.concurrency,
-                        args.keep,
-                        args.profile,
-                        args.start_concurrency,
-                    )
-                )
-            )
+            results.append(_measure_one(args, n, profile=args.profile))
             if len(results) < len(args.calls):
                 report(results[-1:], args.concurrency)  # in case a larger N fails
         report(results, args.concurrency)
