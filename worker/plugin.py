@@ -32,6 +32,7 @@ from activities.grants import GrantFinder
 from activities.inline import Attestor
 from activities.notifications import Notifier
 from activities.runtime import ToolRuntime
+from worker.activations import OwnOnTheLoop
 from worker.config import Config, ConfigError, build_catalog
 from worker.inbox.settings import with_inbox_groups
 from worker.payloads.converter import PayloadPipeline, payload_pipeline
@@ -211,9 +212,15 @@ class ToolCallsPlugin(SimplePlugin):
                 deployment.notifications, namespace=client.namespace, environ=self._environ
             ).activities()
             config["workflows"] = [*config.get("workflows", ()), *OWN_WORKFLOWS]
-            config["workflow_runner"] = self._runner(
+            runner = self._runner(
                 config.get("workflow_runner"), isolate=served.config.worker.isolate_workflows
             )
+            config["workflow_runner"] = runner
+            if isinstance(runner, OwnUnsandboxed) and config.get("workflow_task_executor") is None:
+                # Ours run on the worker's loop, the rest in the SDK's pool (worker.activations).
+                config["workflow_task_executor"] = OwnOnTheLoop(
+                    runner, config.get("max_concurrent_workflow_tasks")
+                )
         config["activities"] = [*config.get("activities", ()), *activities]
         # Closed when this worker stops (``run_worker``); prebuilt instances are the caller's.
         # Built objects serve tools, so a worker that has any has activities of its own.
@@ -228,6 +235,10 @@ class ToolCallsPlugin(SimplePlugin):
         try:
             await super().run_worker(worker, next)
         finally:
+            executor = worker.config(active_config=True).get("workflow_task_executor")
+            if isinstance(executor, OwnOnTheLoop):
+                # The SDK leaves an executor it was given to whoever gave it.
+                executor.shutdown(wait=False)
             for instance in self._built_for(worker):
                 await instance.aclose()
 

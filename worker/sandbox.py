@@ -24,6 +24,7 @@ the test suite (docs/performance.md, "Our workflows without the sandbox").
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -88,6 +89,11 @@ class OwnUnsandboxed(WorkflowRunner):
         self.sandbox = sandbox
         self.own = frozenset(own)
         self._direct = UnsandboxedWorkflowRunner()
+        self._unsandboxed: weakref.WeakSet[WorkflowInstance] = weakref.WeakSet()
+
+    def unsandboxed(self, instance: WorkflowInstance) -> bool:
+        """Whether ``instance`` is one of ours, created without the sandbox."""
+        return instance in self._unsandboxed
 
     def _for(self, defn: workflow._Definition) -> WorkflowRunner:
         return self._direct if defn.cls in self.own else self.sandbox
@@ -96,7 +102,11 @@ class OwnUnsandboxed(WorkflowRunner):
         self._for(defn).prepare_workflow(defn)
 
     def create_instance(self, det: WorkflowInstanceDetails) -> WorkflowInstance:
-        return self._for(det.defn).create_instance(det)
+        runner = self._for(det.defn)
+        instance = runner.create_instance(det)
+        if runner is self._direct:
+            self._unsandboxed.add(instance)
+        return instance
 
     def set_worker_level_failure_exception_types(
         self, types: Sequence[type[BaseException]]

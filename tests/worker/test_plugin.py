@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -103,20 +104,27 @@ async def test_a_worker_given_the_plugin_serves_calls_from_a_plain_client(
 
 
 class _SandboxWitness(Interceptor):
-    """Records, per workflow type, whether its code ran in the sandbox."""
+    """Records, per workflow type, whether its code ran in the sandbox and whether on the
+    worker's event-loop thread (``on_loop``)."""
 
     def __init__(self) -> None:
         self.seen: dict[str, bool] = {}
+        self.on_loop: dict[str, bool] = {}
+        self.loop_thread = threading.get_ident()
 
     def workflow_interceptor_class(
         self, input: WorkflowInterceptorClassInput
     ) -> type[WorkflowInboundInterceptor]:
-        seen = self.seen
+        seen, on_loop, loop_thread = self.seen, self.on_loop, self.loop_thread
 
         class Inbound(WorkflowInboundInterceptor):
             async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
-                seen[workflow.info().workflow_type] = workflow.unsafe.in_sandbox()
-                return await super().execute_workflow(input)
+                kind = workflow.info().workflow_type
+                seen[kind] = workflow.unsafe.in_sandbox()
+                result = await super().execute_workflow(input)
+                # After an activity: every activation of the run, not only the first, counts.
+                on_loop[kind] = threading.get_ident() == loop_thread
+                return result
 
         return Inbound
 
@@ -125,8 +133,9 @@ class _SandboxWitness(Interceptor):
 async def test_our_workflows_leave_the_sandbox_unless_isolated_and_the_users_never_do(
     env: WorkflowEnvironment, isolate: bool
 ) -> None:
-    # A production worker (not isolated) runs ToolCallWorkflow without the sandbox; the user's
-    # workflow on the same worker keeps it. An isolated worker sandboxes both.
+    # A production worker (not isolated) runs ToolCallWorkflow without the sandbox and on its
+    # event loop's thread; the user's workflow on the same worker keeps the sandbox and the
+    # SDK's thread pool. An isolated worker sandboxes both and runs both in the pool.
     config = parse_config({"worker": {"isolate_workflows": isolate}})
     plugin = ToolCallsPlugin(config)
     client = await connect(env, plugin)
@@ -144,6 +153,7 @@ async def test_our_workflows_leave_the_sandbox_unless_isolated_and_the_users_nev
         )
     assert mine == EXPECTED
     assert witness.seen == {"UserApp": True, WORKFLOW_NAME: isolate}
+    assert witness.on_loop == {"UserApp": False, WORKFLOW_NAME: not isolate}
 
 
 def test_the_plugin_serves_only_what_the_configuration_assigns_to_the_queue(

@@ -1,0 +1,70 @@
+"""Where a production worker runs our own workflows' activations: on its event loop's thread.
+
+The SDK hands every activation to a thread pool (``workflow_task_executor``) and waits for it
+there with a deadlock timeout of 2 s. Each activation thus costs two thread hand-offs: the pool's
+thread wakes to run it, then wakes the event loop with its completion, and both threads take the
+interpreter lock in turn. A call that waits and is approved takes about nine activations, and on
+2 cores those hand-offs (context switches, the lock passing back and forth) were the largest
+single cost left in the worker's CPU per call after the sandbox (docs/performance.md, "Scale").
+
+``OwnOnTheLoop`` is the worker's executor: an activation of a workflow that ``OwnUnsandboxed``
+created without the sandbox (``ToolCallWorkflow`` and its companions) runs as a callback on the
+event loop, as the SDK's own debug mode runs every activation; every other activation (the user's
+workflows, ours on an isolated worker) goes to the thread pool as before. The price is the SDK's
+deadlock detector for those activations: a workflow of ours that blocked would hold the worker's
+loop instead of failing its task after 2 s. Our workflow code does no I/O and never blocks; its
+determinism is checked by the isolated test workers and the replay suite, which keep threads.
+
+It recognises the SDK's private ``_RunningWorkflow`` by its ``instance`` attribute: when that
+moves, every activation goes to the pool as before, and ``tests/worker/test_plugin.py`` fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+from collections.abc import Callable
+from typing import Any
+
+from worker.sandbox import OwnUnsandboxed
+
+
+class OwnOnTheLoop(concurrent.futures.ThreadPoolExecutor):
+    """The workflow-task executor: ``runner``'s unsandboxed instances on the loop, the rest in
+    threads (created only when needed, as many as the SDK's own pool would have)."""
+
+    def __init__(self, runner: OwnUnsandboxed, max_workers: int | None = None) -> None:
+        super().__init__(max_workers=max_workers or 500, thread_name_prefix="temporal_workflow_")
+        self.runner = runner
+
+    def submit(
+        self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
+    ) -> concurrent.futures.Future[Any]:
+        instance = getattr(getattr(fn, "__self__", None), "instance", None)
+        if instance is None or kwargs or not self.runner.unsandboxed(instance):
+            return super().submit(fn, *args, **kwargs)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return super().submit(fn, *args)
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        # A callback of its own, outside the task that asked (an activation steps its own tasks),
+        # in an empty context, as a pool thread would run it.
+        loop.call_soon(_run, future, fn, args, context=contextvars.Context())
+        return future
+
+
+def _run(future: concurrent.futures.Future[Any], fn: Callable[..., Any], args: Any) -> None:
+    if not future.set_running_or_notify_cancel():
+        return
+    # The activation makes its workflow's loop the running one and clears it when done.
+    loop = asyncio.events._get_running_loop()
+    try:
+        result = fn(*args)
+    except BaseException as exc:  # as a pool thread does: the waiter gets it
+        future.set_exception(exc)
+    else:
+        future.set_result(result)
+    finally:
+        asyncio.events._set_running_loop(loop)
