@@ -14,7 +14,7 @@ is planned and prepared again and the approval binds to the new digest) and may 
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -26,6 +26,7 @@ from workflows.approvals import Approvals, allowed_names
 from workflows.call_parts import _Ended
 from workflows.grants_and_notices import GrantsAndNotices, _short
 from workflows.models import (
+    LATE_UPDATE,
     MEMO_PENDING_APPROVAL,
     ApprovalDecision,
     ApprovalRecord,
@@ -233,6 +234,7 @@ class ApprovalFlow(GrantsAndNotices):
 
     @decide.validator
     def _validate_decide(self, decision: ApprovalDecision) -> None:
+        refuse_late(decision.deliver_by)
         problem = self._decision_problem(decision, decision.approved)
         if problem:
             telemetry.decision_refused("update", "rejected")
@@ -399,6 +401,20 @@ class ApprovalFlow(GrantsAndNotices):
         )
         self._edit_results[number] = self._accept(bound, True, via)
         return edited
+
+
+def refuse_late(deliver_by: datetime | None) -> None:
+    """An update validator's first check: refuse an update that reached the workflow after its
+    ``deliver_by`` (its sender has sent the same decision as a signal since). A refusal by a
+    validator leaves nothing in history."""
+    now = workflow.now()
+    if deliver_by is not None and now > deliver_by:
+        raise ApplicationError(
+            f"the update arrived at {now.isoformat()}, after its deliver_by "
+            f"{deliver_by.isoformat()}: its sender no longer waits for it",
+            type=LATE_UPDATE,
+            non_retryable=True,
+        )
 
 
 def _rejected(reason: str) -> ApplicationError:

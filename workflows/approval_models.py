@@ -9,10 +9,14 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 MAX_APPROVER_CHARS = 200
 MAX_REASON_CHARS = 2_000
+
+
+LATE_UPDATE = "late"
+"""The error type of an update refused because it arrived after its ``deliver_by``."""
 
 
 class _Model(BaseModel):
@@ -117,6 +121,9 @@ class ApprovalDecision(DecisionInput):
     """The payload of the ``decide`` update."""
 
     approved: bool
+    deliver_by: AwareDatetime | None = None
+    """The update is refused (``LATE_UPDATE``) when it reaches the workflow after this: its
+    sender stopped waiting then and sent the decision as a signal instead (``ToolCallClient``)."""
 
 
 class ApprovalRecord(_Model):

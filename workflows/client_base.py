@@ -8,6 +8,7 @@ applied when a worker returns).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -24,9 +25,11 @@ from temporalio.client import (
     WorkflowHandle,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
+    WorkflowUpdateStage,
 )
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from workflows.client_inline import (
@@ -42,6 +45,7 @@ from workflows.client_inline import (
 from workflows.limits import check_payload
 from workflows.models import (
     DEFAULT_TASK_QUEUE,
+    LATE_UPDATE,
     MEMO_PENDING_APPROVAL,
     MEMO_PENDING_QUESTION,
     ApprovalDecision,
@@ -67,14 +71,17 @@ from workflows.views import (
 POLLER_FRESHNESS = timedelta(minutes=1)
 """A workflow poller seen this recently may be a worker serving the call's queue."""
 PROBE_TIMEOUT = timedelta(seconds=5)
-"""How long a worker gets to answer the ``status`` query before the call counts as unserved.
+"""How long a worker gets to take a decision's update (or to answer the ``status`` query) before
+the call counts as unserved and the decision goes as the signal.
 
 The server keeps listing a stopped worker's pollers as fresh for up to a minute (a live idle
 worker's last poll is up to a minute old too), so fresh pollers alone do not prove a worker serves
 the call; an update or query sent to a call nobody serves waits forever.
 """
 UPDATE_TIMEOUT = timedelta(seconds=10)
-"""How long an update may wait for the worker that answered the probe; then the signal goes."""
+"""How long a taken update may take to be applied (an edit is planned again) before the client
+stops waiting for its record."""
+STILL_APPLYING = "the call took the update and was still applying it when the client stopped"
 
 Handle = WorkflowHandle[ToolCallWorkflow, ToolCallResult]
 _M = TypeVar("_M", bound=BaseModel)
@@ -192,7 +199,7 @@ class ClientBase:
         if description.status is not WorkflowExecutionStatus.RUNNING:
             raise NoPendingRequest(f"{workflow_id}: {CALL_ENDED}")
         signal = ToolCallWorkflow.approve if decision.approved else ToolCallWorkflow.deny
-        queued = DecisionInput(**decision.model_dump(exclude={"approved"}))
+        queued = DecisionInput(**decision.model_dump(exclude={"approved", "deliver_by"}))
         return await self._deliver(
             handle, description, ToolCallWorkflow.decide, decision, signal, queued
         )
@@ -202,21 +209,31 @@ class ClientBase:
         handle: Handle,
         description: WorkflowExecutionDescription,
         update: Any,
-        argument: BaseModel,
+        argument: ApprovalDecision | UserAnswer,
         signal: Any,
         queued: BaseModel,
     ) -> Outcome:
-        """``update`` when a worker serves the call (it answers the ``status`` query), else
-        ``signal``, queued until a worker applies it; the signal also when the update times out.
-        An update that timed out on its RPC may have been applied all the same: when the signal
-        after it finds the call ended, the result says whether it was (``_applied``).
+        """``update`` when a worker takes it within ``probe_timeout``, else ``signal``, queued
+        until a worker applies it.
+
+        The update is its own probe: it carries ``deliver_by`` (``_deliver_by``), so one that no
+        worker took in time is refused by the workflow when a worker does (``LATE_UPDATE``,
+        nothing in history) and only the signal is applied. A worker that took it answers once
+        the call has applied it (``update_timeout``). An update refused as late (this client's
+        clock behind the server's, say) goes as the signal too. An update that timed out may have
+        been taken all the same, just in time: when the signal after it finds the call ended, the
+        result says whether it was applied (``_applied``).
         """
-        if await self._live_state(handle, description) is None:
+        if not await self.worker_serving(description.task_queue):
             return await queue_signal(handle, signal, queued)
+        sent = argument.model_copy(update={"deliver_by": self._deliver_by()})
         try:
-            record = await handle.execute_update(update, argument, rpc_timeout=self.update_timeout)
-        except WorkflowUpdateFailedError as exc:
-            return Outcome(Delivery.REJECTED, reason=update_reason(exc))
+            taken = await handle.start_update(
+                update,
+                sent,
+                wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+                rpc_timeout=self.probe_timeout,
+            )
         except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
             outcome = await signal_after_timeout(handle, exc, signal, queued)
             if outcome.delivery is Delivery.REJECTED:
@@ -228,7 +245,22 @@ class ClientBase:
             if exc.status is RPCStatusCode.NOT_FOUND:
                 return Outcome(Delivery.REJECTED, reason=CALL_ENDED)
             raise
+        try:
+            record = await taken.result(rpc_timeout=self.update_timeout)
+        except WorkflowUpdateFailedError as exc:
+            if isinstance(exc.cause, ApplicationError) and exc.cause.type == LATE_UPDATE:
+                return await queue_signal(handle, signal, queued)
+            return Outcome(Delivery.REJECTED, reason=update_reason(exc))
+        except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
+            if isinstance(exc.__cause__, asyncio.CancelledError):
+                raise asyncio.CancelledError from None
+            # Taken: the update is in the call's history and is applied; its record was late.
+            return Outcome(Delivery.ACCEPTED, reason=STILL_APPLYING)
         return Outcome(Delivery.ACCEPTED, record=record)
+
+    def _deliver_by(self) -> datetime:
+        """Until when a decision's update may be taken: ``probe_timeout`` from now."""
+        return datetime.now(UTC) + self.probe_timeout
 
     async def _applied(
         self, handle: Handle, sent: BaseModel

@@ -11,10 +11,11 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from temporalio.common import SearchAttributeKey
 
 from workflows.approval_models import (
+    LATE_UPDATE as LATE_UPDATE,
     MAX_APPROVER_CHARS as MAX_APPROVER_CHARS,
     MAX_REASON_CHARS as MAX_REASON_CHARS,
     ApprovalDecision as ApprovalDecision,
@@ -299,6 +300,9 @@ class UserAnswer(_Model):
     request_id: str
     answer: str | None
     responder: str = Field(default="", max_length=MAX_APPROVER_CHARS)
+    deliver_by: AwareDatetime | None = None
+    """By update only: refused (``LATE_UPDATE``) when it reaches the workflow after this, as an
+    ``ApprovalDecision``'s; the signal ignores it."""
 
 
 class AskUserOutput(_Model):

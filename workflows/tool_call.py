@@ -17,7 +17,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError, CancelledError
 
 from workflows import policy, telemetry
-from workflows.approval_flow import ApprovalFlow
+from workflows.approval_flow import ApprovalFlow, refuse_late
 from workflows.call_parts import _STATUS_FOR_CODE, _Ended
 from workflows.models import (
     MAX_ANSWER_CHARS,
@@ -155,6 +155,7 @@ class ToolCallWorkflow(ApprovalFlow):
 
     @answer.validator
     def _validate_answer(self, answer: UserAnswer) -> None:
+        refuse_late(answer.deliver_by)
         problem = self._answer_problem(answer)
         if problem:
             raise ValueError(problem)

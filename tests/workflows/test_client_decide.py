@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -13,8 +13,10 @@ from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
     WorkflowHandle,
+    WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from tests.support.client import ASK, listed_pending, question_request, write_request
@@ -29,11 +31,11 @@ from workflows.client import (
 from workflows.client_inline import signal_after_timeout
 from workflows.limits import PAYLOAD_LIMIT_BYTES
 from workflows.models import (
+    LATE_UPDATE,
     ApprovalDecision,
     ApprovalRecord,
     ApprovalRequest,
     AskUserOutput,
-    CallState,
     CallStatus,
     ErrorCode,
     EventKind,
@@ -237,32 +239,24 @@ async def test_answer_without_a_worker_is_queued(client: Client, task_queue: str
     assert results[0].events[-2].message == "by erin"
 
 
-class StaleProbe(ToolCallClient):
-    """A client whose probe found a live worker that went away right after answering."""
-
-    stale_state: CallState | None = None
-
-    async def _live_state(self, handle: Any, description: Any) -> CallState | None:
-        return self.stale_state
-
-
-async def test_an_update_nobody_takes_falls_back_to_the_signal(
+async def test_an_update_no_worker_took_in_time_is_refused_when_one_does(
     client: Client, task_queue: str
 ) -> None:
+    # The worker has just stopped: its pollers look fresh, so the decision goes as the update,
+    # which nobody takes within the probe; the signal follows. When a worker returns, the
+    # decision is applied once, by the signal: had the update reached it, it would have been
+    # refused as late, leaving nothing in history (the test below).
     tools = ToolCallClient(client, task_queue=task_queue, probe_timeout=PROBE)
     config = make_config(task_queue)
     async with running_worker(client, config) as probes:
         write = await tools.start(write_request("d"))
         ask = await tools.start(question_request())
         found = await listed_pending(tools, write.id, ask.id)
-        answered_the_probe = (await tools.status(write.id)).state
 
-    stale = StaleProbe(client, task_queue=task_queue, update_timeout=timedelta(seconds=2))
-    stale.stale_state = answered_the_probe
     pending = found[write.id].approval
     assert pending is not None
-    queued = await asyncio.wait_for(stale.decide(write.id, decision(pending, approver="bob")), 20)
-    said = await asyncio.wait_for(stale.answer(ask.id, "later", responder="erin"), 20)
+    queued = await asyncio.wait_for(tools.decide(write.id, decision(pending, approver="bob")), 20)
+    said = await asyncio.wait_for(tools.answer(ask.id, "later", responder="erin"), 20)
     assert (queued.delivery, said.delivery) == (Delivery.QUEUED, Delivery.QUEUED)
     assert SIGNALED in await history_types(write)
     assert SIGNALED in await history_types(ask)
@@ -271,18 +265,68 @@ async def test_an_update_nobody_takes_falls_back_to_the_signal(
         done, reply = await asyncio.wait_for(asyncio.gather(write.result(), ask.result()), 30)
     assert done.status is CallStatus.COMPLETED
     assert done.approval is not None
-    assert done.approval.approver == "bob"
+    assert (done.approval.approver, done.approval.via) == ("bob", "signal")
     assert probes.runs == {"probe_write": 1}
     assert reply.output is not None
     assert (reply.output["status"], reply.output["answer"]) == ("answered", "later")
+    for call in (done, reply):
+        assert EventKind.SIGNAL_IGNORED not in [event.kind for event in call.events]
+    for handle in (write, ask):
+        assert not UPDATE_EVENTS & set(await history_types(handle))
+
+
+class BehindTheServer(ToolCallClient):
+    """A client whose clock is an hour behind the server's: every update it sends is late."""
+
+    def _deliver_by(self) -> datetime:
+        return datetime.now(UTC) - timedelta(hours=1)
+
+
+async def test_a_late_update_is_refused_and_the_client_sends_the_signal(
+    client: Client, task_queue: str
+) -> None:
+    tools = ToolCallClient(client, task_queue=task_queue, probe_timeout=PROBE)
+    async with running_worker(client, make_config(task_queue)) as probes:
+        write = await tools.start(write_request("late"))
+        ask = await tools.start(question_request())
+        pending = await approval_of(tools, write.id)
+        await listed_pending(tools, ask.id)
+        # Sent straight to the workflow, a late update is refused with its own error type.
+        late = datetime.now(UTC) - timedelta(seconds=30)
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await write.execute_update(ToolCallWorkflow.decide, decision(pending, deliver_by=late))
+        cause = refused.value.cause
+        assert isinstance(cause, ApplicationError)
+        assert cause.type == LATE_UPDATE
+        assert cause.message.startswith("the update arrived at ")
+        assert not UPDATE_EVENTS & set(await history_types(write))
+        assert (await tools.status(write.id)).state.phase is Phase.AWAITING_APPROVAL
+        # The client whose updates all arrive late falls back to the signal, applied at once.
+        behind = BehindTheServer(client, task_queue=task_queue, probe_timeout=PROBE)
+        decided = await behind.decide(write.id, decision(pending, approver="bob"))
+        said = await behind.answer(ask.id, "CSV", responder="erin")
+        done, reply = await asyncio.wait_for(asyncio.gather(write.result(), ask.result()), 30)
+    assert (decided.delivery, said.delivery) == (Delivery.QUEUED, Delivery.QUEUED)
+    assert done.approval is not None
+    assert (done.status, done.approval.approver, done.approval.via) == (
+        CallStatus.COMPLETED,
+        "bob",
+        "signal",
+    )
+    assert probes.runs == {"probe_write": 1}
+    assert reply.output is not None
+    assert (reply.output["status"], reply.output["answer"]) == ("answered", "CSV")
 
 
 class EndsFirst(ToolCallClient):
-    """A client for which every call ends between its describe and its decision's signal."""
+    """A client for which each call of ``ending``, in turn, ends between its describe and its
+    decision's signal (sent at once: no worker serves the call's queue, it says)."""
 
-    async def _live_state(self, handle: Any, description: Any) -> CallState | None:
-        await handle.terminate("ended while the decision was on its way")
-        return None
+    ending: list[Any]
+
+    async def worker_serving(self, task_queue: str) -> bool:
+        await self.ending.pop(0).terminate("ended while the decision was on its way")
+        return False
 
 
 async def test_a_signal_to_a_call_that_ended_after_its_describe_is_rejected_not_raised(
@@ -296,6 +340,7 @@ async def test_a_signal_to_a_call_that_ended_after_its_describe_is_rejected_not_
         await listed_pending(tools, ask.id)
 
         ends = EndsFirst(client, task_queue=task_queue, probe_timeout=PROBE)
+        ends.ending = [write, ask]
         decided = await ends.decide(write.id, decision(pending))
         said = await ends.answer(ask.id, "too late")
 
@@ -436,12 +481,12 @@ async def test_an_update_applied_after_its_rpc_timed_out_is_accepted_not_rejecte
     # Right after a worker restart an update can outlive its RPC timeout and still be applied; the
     # call then ends before the fallback signal reaches it. The decision was applied: the result
     # says so, and the client must not report it rejected.
-    real = WorkflowHandle.execute_update
+    real = WorkflowHandle.start_update
     applied = True
 
     async def delivered_then_timed_out(self: Any, update: Any, arg: Any, **kwargs: Any) -> Any:
         if applied:
-            await real(self, update, arg, **kwargs)
+            await (await real(self, update, arg, **kwargs)).result()
             await self.result()
         else:
             await self.terminate("ended while the update was on its way")
@@ -453,7 +498,7 @@ async def test_an_update_applied_after_its_rpc_timed_out_is_accepted_not_rejecte
         ask = await tools.start(question_request())
         lost = await tools.start(write_request("g"))
         found = await listed_pending(tools, write.id, ask.id, lost.id)
-        monkeypatch.setattr(WorkflowHandle, "execute_update", delivered_then_timed_out)
+        monkeypatch.setattr(WorkflowHandle, "start_update", delivered_then_timed_out)
         pending = found[write.id].approval
         assert pending is not None
         decided = await tools.decide(write.id, decision(pending, approver="carol", reason="ok"))
