@@ -3,9 +3,9 @@
 The SDK hands every activation to a thread pool (``workflow_task_executor``) and waits for it
 there with a deadlock timeout of 2 s. Each activation thus costs two thread hand-offs: the pool's
 thread wakes to run it, then wakes the event loop with its completion, and both threads take the
-interpreter lock in turn. A call that waits and is approved takes about nine activations, and on
-2 cores those hand-offs (context switches, the lock passing back and forth) were the largest
-single cost left in the worker's CPU per call after the sandbox (docs/performance.md, "Scale").
+interpreter lock in turn. A call that waits and is approved takes six activations (nine when it
+left the cache while it waited), and a profile of the worker on 2 cores put about 29% of its CPU
+in the kernel, most of it switching threads (docs/performance.md, "Scale").
 
 ``OwnOnTheLoop`` is the worker's executor: an activation of a workflow that ``OwnUnsandboxed``
 created without the sandbox (``ToolCallWorkflow`` and its companions) runs as a callback on the

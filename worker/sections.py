@@ -71,8 +71,9 @@ class WorkerSection(_Section):
     max_concurrent_activities: int = Field(default=100, ge=1)
     max_cached_workflows: int = Field(default=1000, ge=0)
     isolate_workflows: bool = False
-    """Run our workflows in the sandbox, re-importing their code for every workflow (slower; see
-    performance); false runs them outside the sandbox. The user's own workflows stay sandboxed."""
+    """Run our workflows in the sandbox, re-importing their code for every workflow, with their
+    activations in the SDK's thread pool (slower; see performance); false runs them outside the
+    sandbox and on the worker's event loop. The user's own workflows stay sandboxed."""
 
 
 class CeilingSection(_Section):

@@ -14,7 +14,7 @@ is planned and prepared again and the approval binds to the new digest) and may 
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -43,6 +43,7 @@ from workflows.models import (
     Phase,
     Prepared,
     PreviewArtifact,
+    deliver_by_of,
     prepare_activity_name,
 )
 
@@ -234,7 +235,7 @@ class ApprovalFlow(GrantsAndNotices):
 
     @decide.validator
     def _validate_decide(self, decision: ApprovalDecision) -> None:
-        refuse_late(decision.deliver_by)
+        refuse_late()
         problem = self._decision_problem(decision, decision.approved)
         if problem:
             telemetry.decision_refused("update", "rejected")
@@ -403,15 +404,17 @@ class ApprovalFlow(GrantsAndNotices):
         return edited
 
 
-def refuse_late(deliver_by: datetime | None) -> None:
-    """An update validator's first check: refuse an update that reached the workflow after its
-    ``deliver_by`` (its sender has sent the same decision as a signal since). A refusal by a
-    validator leaves nothing in history."""
+def refuse_late() -> None:
+    """An update validator's first check: refuse an update that reached the workflow after the
+    deadline its id carries (``deliver_by_id``): its sender has sent the same decision as a signal
+    since. A refusal by a validator leaves nothing in history."""
+    update = workflow.current_update_info()
+    deadline = deliver_by_of(update.id) if update is not None else None
     now = workflow.now()
-    if deliver_by is not None and now > deliver_by:
+    if deadline is not None and now > deadline:
         raise ApplicationError(
-            f"the update arrived at {now.isoformat()}, after its deliver_by "
-            f"{deliver_by.isoformat()}: its sender no longer waits for it",
+            f"the update arrived at {now.isoformat()}, after its deadline "
+            f"{deadline.isoformat()}: its sender no longer waits for it",
             type=LATE_UPDATE,
             non_retryable=True,
         )

@@ -59,6 +59,7 @@ from workflows.models import (
     ToolCallResult,
     UserAnswer,
     UserQuestion,
+    deliver_by_id,
 )
 from workflows.tool_call import ToolCallWorkflow
 from workflows.views import (
@@ -199,7 +200,7 @@ class ClientBase:
         if description.status is not WorkflowExecutionStatus.RUNNING:
             raise NoPendingRequest(f"{workflow_id}: {CALL_ENDED}")
         signal = ToolCallWorkflow.approve if decision.approved else ToolCallWorkflow.deny
-        queued = DecisionInput(**decision.model_dump(exclude={"approved", "deliver_by"}))
+        queued = DecisionInput(**decision.model_dump(exclude={"approved"}))
         return await self._deliver(
             handle, description, ToolCallWorkflow.decide, decision, signal, queued
         )
@@ -216,21 +217,21 @@ class ClientBase:
         """``update`` when a worker takes it within ``probe_timeout``, else ``signal``, queued
         until a worker applies it.
 
-        The update is its own probe: it carries ``deliver_by`` (``_deliver_by``), so one that no
-        worker took in time is refused by the workflow when a worker does (``LATE_UPDATE``,
-        nothing in history) and only the signal is applied. A worker that took it answers once
-        the call has applied it (``update_timeout``). An update refused as late (this client's
-        clock behind the server's, say) goes as the signal too. An update that timed out may have
-        been taken all the same, just in time: when the signal after it finds the call ended, the
-        result says whether it was applied (``_applied``).
+        The update is its own probe: its id carries a deadline (``deliver_by_id``, from
+        ``_deliver_by``), so one that no worker took in time is refused by the workflow when a
+        worker does (``LATE_UPDATE``, nothing in history) and only the signal is applied. A
+        worker that took it answers once the call has applied it (``update_timeout``). An update
+        refused as late (this client's clock behind the server's, say) goes as the signal too. An
+        update that timed out may have been taken all the same, just in time: when the signal
+        after it finds the call ended, the result says whether it was applied (``_applied``).
         """
         if not await self.worker_serving(description.task_queue):
             return await queue_signal(handle, signal, queued)
-        sent = argument.model_copy(update={"deliver_by": self._deliver_by()})
         try:
             taken = await handle.start_update(
                 update,
-                sent,
+                argument,
+                id=deliver_by_id(self._deliver_by()),
                 wait_for_stage=WorkflowUpdateStage.ACCEPTED,
                 rpc_timeout=self.probe_timeout,
             )

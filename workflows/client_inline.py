@@ -185,19 +185,13 @@ class InlineRoutes:
         return entry.question
 
     async def decide(self, ref: InlineRef, decision: ApprovalDecision) -> Outcome:
-        fields = decision.model_dump(exclude={"approved", "deliver_by"})
-        update = InlineDecision(
-            call_id=ref.call_id,
-            approved=decision.approved,
-            deliver_by=decision.deliver_by,
-            **fields,
-        )
+        fields = decision.model_dump(exclude={"approved"})
         return await self._deliver(
             ref,
             INLINE_APPROVE if decision.approved else INLINE_DENY,
             InlineDecisionInput(call_id=ref.call_id, **fields),
             INLINE_DECIDE,
-            update,
+            InlineDecision(call_id=ref.call_id, approved=decision.approved, **fields),
             ApprovalRecord,
         )
 

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 from temporalio.common import SearchAttributeKey
 
 from workflows.approval_models import (
@@ -29,6 +29,8 @@ from workflows.approval_models import (
     GrantTerms as GrantTerms,
     Prepared as Prepared,
     PreviewArtifact as PreviewArtifact,
+    deliver_by_id as deliver_by_id,
+    deliver_by_of as deliver_by_of,
 )
 
 WORKFLOW_NAME = "ToolCallWorkflow"
@@ -300,9 +302,6 @@ class UserAnswer(_Model):
     request_id: str
     answer: str | None
     responder: str = Field(default="", max_length=MAX_APPROVER_CHARS)
-    deliver_by: AwareDatetime | None = None
-    """By update only: refused (``LATE_UPDATE``) when it reaches the workflow after this, as an
-    ``ApprovalDecision``'s; the signal ignores it."""
 
 
 class AskUserOutput(_Model):

@@ -155,7 +155,7 @@ class ToolCallWorkflow(ApprovalFlow):
 
     @answer.validator
     def _validate_answer(self, answer: UserAnswer) -> None:
-        refuse_late(answer.deliver_by)
+        refuse_late()
         problem = self._answer_problem(answer)
         if problem:
             raise ValueError(problem)

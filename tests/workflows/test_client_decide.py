@@ -42,6 +42,8 @@ from workflows.models import (
     Phase,
     QuestionStatus,
     ToolCallRequest,
+    deliver_by_id,
+    deliver_by_of,
 )
 from workflows.tool_call import ToolCallWorkflow
 
@@ -292,9 +294,9 @@ async def test_a_late_update_is_refused_and_the_client_sends_the_signal(
         pending = await approval_of(tools, write.id)
         await listed_pending(tools, ask.id)
         # Sent straight to the workflow, a late update is refused with its own error type.
-        late = datetime.now(UTC) - timedelta(seconds=30)
+        late = deliver_by_id(datetime.now(UTC) - timedelta(seconds=30))
         with pytest.raises(WorkflowUpdateFailedError) as refused:
-            await write.execute_update(ToolCallWorkflow.decide, decision(pending, deliver_by=late))
+            await write.execute_update(ToolCallWorkflow.decide, decision(pending), id=late)
         cause = refused.value.cause
         assert isinstance(cause, ApplicationError)
         assert cause.type == LATE_UPDATE
@@ -535,3 +537,12 @@ async def test_a_task_queue_the_server_is_too_busy_to_describe_counts_as_unserve
 
     monkeypatch.setattr(tools.client.workflow_service, "describe_task_queue", too_busy)
     assert await tools.worker_serving(task_queue) is False
+
+
+def test_an_update_id_carries_its_deadline_to_the_millisecond_and_others_carry_none() -> None:
+    deadline = datetime(2026, 12, 3, 13, 48, 5, 123000, tzinfo=UTC)
+    first, second = deliver_by_id(deadline), deliver_by_id(deadline)
+    assert first != second  # each update its own id: the server deduplicates by id
+    assert deliver_by_of(first) == deliver_by_of(second) == deadline
+    for other in ("", "3f2a-update", "toolcalls-deliver-by:soon:x", "toolcalls-deliver-by:"):
+        assert deliver_by_of(other) is None
