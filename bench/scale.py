@@ -13,8 +13,9 @@ and measures:
 - the time from the first start to all N waiting (the ``status`` search attribute), and the
   worker's CPU per call and resident memory (``/proc/PID/stat`` and ``status``) once they wait;
 - listing every pending call through ``ToolCallClient.pending_page``, 100 and 1,000 a page;
-- approving all but a fraction F of them, K at a time, through ``ToolCallClient.approve``:
-  approvals per second and the worker's CPU per approved call, up to the call's end;
+- approving all but a fraction F of them, K at a time, through ``ToolCallClient.approve`` in a
+  process of its own (``bench.scale_approve``): approvals per second and the worker's CPU per
+  approved call, up to the call's end;
 - a restart: the worker stops, a new one (same cache) starts, and the rest are approved, K at a
   time: how long after the new worker is ready the first and the last of them have ended.
 
@@ -22,8 +23,9 @@ The worker runs in its own process so that its CPU and memory are its own: the b
 and the dev server are measured apart (the server's CPU is shown beside the worker's). Prints a
 table per N and, for two or more N, the growth of each figure from the smallest to the largest N
 against linear growth, flagging what grows faster. With ``--baseline REV`` it first measures the
-smallest N the same way with the worker running the project as it was at commit REV (``make
-bench-scale``: the commit before the scale work), in turns with this code (``--baseline-rounds``
+smallest N the same way with the worker, and the client that approves, running the project as
+it was at commit REV (``make bench-scale``: the commit before the scale work; how a client
+delivers a decision is part of what the worker costs), in turns with this code (``--baseline-rounds``
 runs each, in the order B N N B), and prints the worker's CPU figures of both and the goal on the
 CPU per waited-and-approved call (``bench.scale_report.CPU_GOAL``) over the means, met or not.
 """
@@ -33,6 +35,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -40,14 +44,15 @@ import tarfile
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from bench import finish
+from bench.scale_approve import bounded
 from bench.scale_process import WorkerProcess, cpu_seconds, free_port
 from bench.scale_report import (
     DEFAULT_START_CONCURRENCY,
@@ -83,23 +88,6 @@ DEFAULT_CONCURRENCY = 32
 DEFAULT_KEEP = 0.1
 
 
-_T = TypeVar("_T")
-
-
-async def bounded(
-    concurrency: int, items: Iterable[_T], job: Callable[[_T], Awaitable[None]]
-) -> None:
-    """Run ``job`` on every item, ``concurrency`` at a time."""
-    queue = list(items)
-    queue.reverse()
-
-    async def runner() -> None:
-        while queue:
-            await job(queue.pop())
-
-    await asyncio.gather(*(runner() for _ in range(concurrency)))
-
-
 async def until(what: str, check: Callable[[], Awaitable[bool]]) -> None:
     """Poll ``check`` until it is true."""
     deadline = time.monotonic() + WAIT_LIMIT
@@ -126,7 +114,8 @@ def completed_query(queue: str) -> str:
 
 def baseline_tree(rev: str, into: Path) -> Path:
     """The project as it was at commit ``rev``, under ``into``, with this tree's
-    ``bench.scale_worker`` (the baseline may have none): what a baseline worker runs."""
+    ``bench.scale_worker`` and ``bench.scale_approve`` (the baseline may have neither): what a
+    baseline worker runs, and the client that decides on its calls as the baseline's did."""
     root = Path(__file__).resolve().parent.parent
     archive = subprocess.run(
         ["git", "-C", str(root), "archive", "--format=tar", rev],
@@ -139,7 +128,8 @@ def baseline_tree(rev: str, into: Path) -> Path:
     bench = tree / "bench"
     bench.mkdir(exist_ok=True)
     (bench / "__init__.py").touch()
-    shutil.copy(root / "bench" / "scale_worker.py", bench / "scale_worker.py")
+    for script in ("scale_worker.py", "scale_approve.py"):
+        shutil.copy(root / "bench" / script, bench / script)
     return tree
 
 
@@ -187,13 +177,13 @@ async def _measure_in(
         profile = profile_dir / f"worker-{calls_n}.prof" if profile_dir else None
         worker = await WorkerProcess.start(server.address, queue, cache, workdir, profile, code)
         try:
-            await _measure(figures, client, calls, worker, server_pid, concurrency, keep)
+            await _measure(
+                figures, client, calls, worker, server_pid, concurrency, keep, server.address, code
+            )
             await worker.stop()
             figures.gc_seconds = worker.gc_seconds
             restart_profile = profile_dir / f"restart-{calls_n}.prof" if profile_dir else None
-            await _restart(
-                figures, client, calls, server, workdir, queue, concurrency, restart_profile, code
-            )
+            await _restart(figures, server, workdir, queue, concurrency, restart_profile, code)
         finally:
             await worker.stop()
     shutil.rmtree(workdir, ignore_errors=True)
@@ -208,6 +198,8 @@ async def _measure(
     server_pid: int,
     concurrency: int,
     keep: float,
+    address: str,
+    code: Path | None,
 ) -> None:
     queue = calls.task_queue
     n = figures.calls
@@ -263,35 +255,30 @@ async def _measure(
     approve = ids[: n - kept]
     figures.approved = len(approve)
 
-    async def decide(workflow_id: str) -> None:
-        outcome = await calls.approve(workflow_id, approver="bench")
-        figures.deliveries[outcome.delivery.value] += 1
-
     done_before = await count(client, completed_query(queue))
-    cpu, server_cpu, began = worker.cpu(), cpu_seconds(server_pid), time.perf_counter()
-    await bounded(concurrency, approve, decide)
-    figures.approve_seconds = time.perf_counter() - began
+    cpu, server_cpu = worker.cpu(), cpu_seconds(server_pid)
+    approved = await approve_in_process(address, queue, approve, concurrency, code)
+    figures.approve_seconds = approved["seconds"]
+    figures.deliveries.update(approved["deliveries"])
     target = done_before + len(approve)
     await until(
         f"{len(approve)} approved calls ended",
         lambda: _at_least(client, completed_query(queue), target),
     )
-    figures.approved_done = time.perf_counter() - began
+    figures.approved_done = time.time() - approved["began"]
     figures.approve_cpu = worker.cpu() - cpu
     figures.approve_server_cpu = cpu_seconds(server_pid) - server_cpu
     figures.restart_batch = kept
     print(
         f"  N={n}: approved {len(approve)} in {figures.approve_seconds:.1f} s "
         f"({figures.approvals_per_second:.1f}/s); worker CPU {figures.cpu_per_approval:.2f} ms "
-        "per approval",
+        f"per approval; {dict(sorted(figures.deliveries.items()))}",
         flush=True,
     )
 
 
 async def _restart(
     figures: Figures,
-    client: Client,
-    calls: ToolCallClient,
     server: DevServer,
     workdir: Path,
     queue: str,
@@ -305,23 +292,44 @@ async def _restart(
     try:
         figures.restart_ready = worker.ready_at - worker.spawned
         cpu = worker.cpu()
-        ended: list[float] = []
-
-        async def decide(workflow_id: str) -> None:
-            outcome = await calls.approve(workflow_id, approver="bench")
-            figures.restart_deliveries[outcome.delivery.value] += 1
-            result = await calls.handle(workflow_id).result()
-            if result.status is not CallStatus.COMPLETED:
-                raise RuntimeError(f"{workflow_id} ended {result.status}: {result.error}")
-            ended.append(time.perf_counter())
-
-        await bounded(concurrency, rest, decide)
-        figures.restart_first = min(ended) - worker.ready_at
-        figures.restart_last = max(ended) - worker.ready_at
+        approved = await approve_in_process(server.address, queue, rest, concurrency, code, True)
+        figures.restart_deliveries.update(approved["deliveries"])
+        figures.restart_first = min(approved["ended"]) - worker.ready_wall
+        figures.restart_last = max(approved["ended"]) - worker.ready_wall
         figures.restart_cpu = worker.cpu() - cpu
     finally:
         await worker.stop()
     print(f"  N={n}: restart served {len(rest)} in {figures.restart_last:.1f} s", flush=True)
+
+
+async def approve_in_process(
+    address: str,
+    queue: str,
+    ids: list[str],
+    concurrency: int,
+    code: Path | None,
+    wait: bool = False,
+) -> dict[str, Any]:
+    """Approve ``ids`` through ``bench.scale_approve`` (with ``code``, that tree's client), K at a
+    time; with ``wait``, each also awaited to its end. Its figures (``scale_approve``)."""
+    env = {**os.environ, "PYTHONPATH": str(code)} if code is not None else None
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench.scale_approve",
+        *("--address", address, "--task-queue", queue, "--concurrency", str(concurrency)),
+        *(["--await"] if wait else []),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=code,
+        env=env,
+    )
+    out, err = await process.communicate("\n".join(ids).encode())
+    if process.returncode != 0:
+        raise RuntimeError(f"the approver failed ({process.returncode}): {err.decode()[-2000:]}")
+    figures: dict[str, Any] = json.loads(out.decode().splitlines()[-1])
+    return figures
 
 
 async def _at_least(client: Client, query: str, n: int) -> bool:

@@ -46,6 +46,8 @@ class WorkerProcess:
         self.process = process
         self.spawned = spawned
         self.ready_at = spawned
+        self.ready_wall = time.time()
+        """``ready_at`` on the wall clock (``time.time()``), which other processes share."""
         self.gc_seconds = 0.0
         """CPU seconds of the worker's garbage collector, known once it has stopped."""
 
@@ -107,6 +109,7 @@ class WorkerProcess:
             await self.stop()
             raise RuntimeError("the worker did not start; see worker.log in the bench's directory")
         self.ready_at = time.perf_counter()
+        self.ready_wall = time.time()
 
     @property
     def pid(self) -> int:

@@ -75,7 +75,9 @@ def test_the_scale_baseline_takes_turns_with_this_code_and_starts_as_early(round
     assert abs(base - now) <= (1 if rounds % 2 else 0)
 
 
-def test_the_baseline_tree_is_the_commit_with_this_scale_worker(tmp_path: Path) -> None:
+def test_the_baseline_tree_is_the_commit_with_this_scale_worker_and_approver(
+    tmp_path: Path,
+) -> None:
     root = Path(__file__).resolve().parent.parent
     tree = baseline_tree("HEAD", tmp_path)
 
@@ -86,6 +88,8 @@ def test_the_baseline_tree_is_the_commit_with_this_scale_worker(tmp_path: Path) 
 
     assert (tree / "workflows" / "tool_call.py").read_bytes() == committed("workflows/tool_call.py")
     assert (tree / "worker" / "plugin.py").read_bytes() == committed("worker/plugin.py")
-    # The scale worker is this tree's, whatever the commit had (the baseline had none).
-    here = root / "bench" / "scale_worker.py"
-    assert (tree / "bench" / "scale_worker.py").read_bytes() == here.read_bytes()
+    # The scale worker and approver are this tree's, whatever the commit had (the baseline had
+    # neither); the approver imports the commit's client.
+    for script in ("scale_worker.py", "scale_approve.py"):
+        here = root / "bench" / script
+        assert (tree / "bench" / script).read_bytes() == here.read_bytes()
