@@ -25,9 +25,10 @@ table per N and, for two or more N, the growth of each figure from the smallest 
 against linear growth, flagging what grows faster. With ``--baseline REV`` it first measures the
 smallest N the same way with the worker, and the client that approves, running the project as
 it was at commit REV (``make bench-scale``: the commit before the scale work; how a client
-delivers a decision is part of what the worker costs), in turns with this code (``--baseline-rounds``
-runs each, in the order B N N B), and prints the worker's CPU figures of both and the goal on the
-CPU per waited-and-approved call (``bench.scale_report.CPU_GOAL``) over the means, met or not.
+delivers a decision is part of what the worker costs), in turns with this code
+(``--baseline-rounds`` runs each, in the order B N N B), and prints the worker's CPU figures of
+both and the goal on the CPU per waited-and-approved call (``bench.scale_report.CPU_GOAL``) over
+the means, met or not.
 """
 
 from __future__ import annotations
