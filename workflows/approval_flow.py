@@ -24,9 +24,9 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 from workflows import policy, telemetry
 from workflows.approvals import Approvals, allowed_names
 from workflows.call_parts import _Ended
+from workflows.deadlines import refuse_late
 from workflows.grants_and_notices import GrantsAndNotices, _short
 from workflows.models import (
-    LATE_UPDATE,
     MEMO_PENDING_APPROVAL,
     ApprovalDecision,
     ApprovalRecord,
@@ -43,7 +43,6 @@ from workflows.models import (
     Phase,
     Prepared,
     PreviewArtifact,
-    deliver_by_of,
     prepare_activity_name,
 )
 
@@ -402,22 +401,6 @@ class ApprovalFlow(GrantsAndNotices):
         )
         self._edit_results[number] = self._accept(bound, True, via)
         return edited
-
-
-def refuse_late() -> None:
-    """An update validator's first check: refuse an update that reached the workflow after the
-    deadline its id carries (``deliver_by_id``): its sender has sent the same decision as a signal
-    since. A refusal by a validator leaves nothing in history."""
-    update = workflow.current_update_info()
-    deadline = deliver_by_of(update.id) if update is not None else None
-    now = workflow.now()
-    if deadline is not None and now > deadline:
-        raise ApplicationError(
-            f"the update arrived at {now.isoformat()}, after its deadline "
-            f"{deadline.isoformat()}: its sender no longer waits for it",
-            type=LATE_UPDATE,
-            non_retryable=True,
-        )
 
 
 def _rejected(reason: str) -> ApplicationError:

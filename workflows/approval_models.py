@@ -5,8 +5,7 @@ Part of ``workflows.models`` (which re-exports every name here); kept apart to k
 
 from __future__ import annotations
 
-import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -14,29 +13,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 MAX_APPROVER_CHARS = 200
 MAX_REASON_CHARS = 2_000
-
-
-LATE_UPDATE = "late"
-"""The error type of a ``decide`` or ``answer`` update refused because it arrived after the
-deadline its id carries (``deliver_by_id``)."""
-_DELIVER_BY = "toolcalls-deliver-by:"
-
-
-def deliver_by_id(deadline: datetime) -> str:
-    """An update id that carries ``deadline``: the call's validator refuses the update when it
-    arrives later (``LATE_UPDATE``). In the id, not the payload, so that a worker that predates
-    it takes the update as any other."""
-    return f"{_DELIVER_BY}{int(deadline.timestamp() * 1000)}:{uuid.uuid4().hex}"
-
-
-def deliver_by_of(update_id: str) -> datetime | None:
-    """The deadline ``update_id`` carries, if it is a ``deliver_by_id``."""
-    if not update_id.startswith(_DELIVER_BY):
-        return None
-    millis, _, _ = update_id.removeprefix(_DELIVER_BY).partition(":")
-    if not millis.isdigit():
-        return None
-    return datetime.fromtimestamp(int(millis) / 1000, UTC)
 
 
 class _Model(BaseModel):

@@ -42,10 +42,10 @@ from workflows.client_inline import (
     signal_after_timeout,
     update_reason,
 )
+from workflows.deadlines import LATE_UPDATE, deliver_by_id
 from workflows.limits import check_payload
 from workflows.models import (
     DEFAULT_TASK_QUEUE,
-    LATE_UPDATE,
     MEMO_PENDING_APPROVAL,
     MEMO_PENDING_QUESTION,
     ApprovalDecision,
@@ -59,7 +59,6 @@ from workflows.models import (
     ToolCallResult,
     UserAnswer,
     UserQuestion,
-    deliver_by_id,
 )
 from workflows.tool_call import ToolCallWorkflow
 from workflows.views import (

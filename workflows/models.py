@@ -15,7 +15,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from temporalio.common import SearchAttributeKey
 
 from workflows.approval_models import (
-    LATE_UPDATE as LATE_UPDATE,
     MAX_APPROVER_CHARS as MAX_APPROVER_CHARS,
     MAX_REASON_CHARS as MAX_REASON_CHARS,
     ApprovalDecision as ApprovalDecision,
@@ -29,8 +28,6 @@ from workflows.approval_models import (
     GrantTerms as GrantTerms,
     Prepared as Prepared,
     PreviewArtifact as PreviewArtifact,
-    deliver_by_id as deliver_by_id,
-    deliver_by_of as deliver_by_of,
 )
 
 WORKFLOW_NAME = "ToolCallWorkflow"

@@ -17,8 +17,9 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError, CancelledError
 
 from workflows import policy, telemetry
-from workflows.approval_flow import ApprovalFlow, refuse_late
+from workflows.approval_flow import ApprovalFlow
 from workflows.call_parts import _STATUS_FOR_CODE, _Ended
+from workflows.deadlines import refuse_late
 from workflows.models import (
     MAX_ANSWER_CHARS,
     MEMO_PENDING_QUESTION,

@@ -29,9 +29,9 @@ from workflows.client import (
     ToolCallClient,
 )
 from workflows.client_inline import signal_after_timeout
+from workflows.deadlines import LATE_UPDATE, deliver_by_id, deliver_by_of
 from workflows.limits import PAYLOAD_LIMIT_BYTES
 from workflows.models import (
-    LATE_UPDATE,
     ApprovalDecision,
     ApprovalRecord,
     ApprovalRequest,
@@ -42,8 +42,6 @@ from workflows.models import (
     Phase,
     QuestionStatus,
     ToolCallRequest,
-    deliver_by_id,
-    deliver_by_of,
 )
 from workflows.tool_call import ToolCallWorkflow
 
