@@ -118,8 +118,8 @@ async def signal_after_timeout(
     *,
     ended: str = CALL_ENDED,
 ) -> Outcome:
-    """Send ``signal`` when an update timed out: the worker that answered the probe did not take
-    it in time.
+    """Send ``signal`` when an update timed out: no worker took it in time (for an inline call,
+    the worker that answered the probe did not).
 
     If the update was delivered after all, the workflow takes the first of the two and records
     the other as ignored; if it was delivered and the workflow has ended since, there is nothing

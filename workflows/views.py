@@ -53,7 +53,8 @@ class Delivery(StrEnum):
     """How a decision or answer reached the call."""
 
     ACCEPTED = "accepted"
-    """The update ran: the call has it."""
+    """The update ran: the call has it (without a ``record``, with ``reason``: the call took it and
+    was still applying it, an edit being planned again, when the client stopped waiting)."""
     REJECTED = "rejected"
     """The update's validator refused it; ``reason`` says why. Nothing was recorded."""
     QUEUED = "queued"

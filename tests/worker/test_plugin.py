@@ -26,6 +26,7 @@ from activities.family import Family, NoSettings, Resources
 from tests.support.harness import make_config, running_worker
 from tests.support.tools import ALL_FAMILIES, PROBE_TOOLS, ProbeTools
 from tests.support.user_app import UserApp, shout
+from worker.activations import OwnOnTheLoop
 from worker.config import ConfigError, parse_config
 from worker.plugin import PLUGIN_NAME, ToolCallsPlugin
 from worker.run import build_worker
@@ -141,19 +142,26 @@ async def test_our_workflows_leave_the_sandbox_unless_isolated_and_the_users_nev
     client = await connect(env, plugin)
     queue = f"app-{uuid.uuid4()}"
     witness = _SandboxWitness()
-    async with Worker(
+    worker = Worker(
         client,
         task_queue=queue,
         workflows=[UserApp],
         activities=[shout],
         interceptors=[witness],
-    ):
+    )
+    async with worker:
         mine = await client.execute_workflow(
             UserApp.run, "hi", id=f"app-{uuid.uuid4()}", task_queue=queue
         )
     assert mine == EXPECTED
     assert witness.seen == {"UserApp": True, WORKFLOW_NAME: isolate}
     assert witness.on_loop == {"UserApp": False, WORKFLOW_NAME: not isolate}
+    executor = worker.config(active_config=True).get("workflow_task_executor")
+    assert isinstance(executor, OwnOnTheLoop) is not isolate
+    if executor is not None:
+        # The SDK leaves an executor it was given alone: the plugin shut it down with the worker.
+        with pytest.raises(RuntimeError, match="after shutdown"):
+            executor.submit(print)
 
 
 def test_the_plugin_serves_only_what_the_configuration_assigns_to_the_queue(
