@@ -28,6 +28,7 @@ from workflows.client import (
     PendingCall,
     ToolCallClient,
 )
+from workflows.client_base import STILL_APPLYING
 from workflows.client_inline import signal_after_timeout
 from workflows.deadlines import LATE_UPDATE, deliver_by_id, deliver_by_of
 from workflows.limits import PAYLOAD_LIMIT_BYTES
@@ -239,7 +240,7 @@ async def test_answer_without_a_worker_is_queued(client: Client, task_queue: str
     assert results[0].events[-2].message == "by erin"
 
 
-async def test_an_update_no_worker_took_in_time_is_refused_when_one_does(
+async def test_a_decision_no_worker_takes_in_time_goes_as_the_signal_and_is_applied_once(
     client: Client, task_queue: str
 ) -> None:
     # The worker has just stopped: its pollers look fresh, so the decision goes as the update,
@@ -316,6 +317,33 @@ async def test_a_late_update_is_refused_and_the_client_sends_the_signal(
     assert probes.runs == {"probe_write": 1}
     assert reply.output is not None
     assert (reply.output["status"], reply.output["answer"]) == ("answered", "CSV")
+
+
+async def test_a_taken_update_whose_record_is_late_is_accepted_without_one(
+    client: Client, task_queue: str
+) -> None:
+    # An edit is planned and previewed again before its approval's record exists; a client that
+    # stops waiting for the record must not send the signal after an update the call has taken.
+    tools = ToolCallClient(
+        client, task_queue=task_queue, probe_timeout=PROBE, update_timeout=timedelta(milliseconds=1)
+    )
+    async with running_worker(client, make_config(task_queue)) as probes:
+        write = await tools.start(write_request("draft"))
+        pending = await approval_of(tools, write.id)
+        edited = decision(pending, approver="alice", arguments={"token": "final"})
+        outcome = await tools.decide(write.id, edited)
+        done = await asyncio.wait_for(write.result(), 30)
+    assert (outcome.delivery, outcome.record, outcome.reason) == (
+        Delivery.ACCEPTED,
+        None,
+        STILL_APPLYING,
+    )
+    assert done.status is CallStatus.COMPLETED
+    assert done.approval is not None
+    assert (done.approval.approver, done.approval.via) == ("alice", "update")
+    assert [edit.edited for edit in done.edits] == [{"token": "final"}]
+    assert probes.runs == {"probe_write": 1}
+    assert SIGNALED not in await history_types(write)
 
 
 class EndsFirst(ToolCallClient):
