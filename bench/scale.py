@@ -329,7 +329,7 @@ async def approve_in_process(
     out, err = await process.communicate("\n".join(ids).encode())
     if process.returncode != 0:
         raise RuntimeError(f"the approver failed ({process.returncode}): {err.decode()[-2000:]}")
-    figures: dict[str, Any] = json.loads(out.decode().splitlines()[-1])
+    figures: dict[str, Any] = json.loads(out)
     return figures
 
 

@@ -2,10 +2,10 @@
 
     python -m bench.scale_approve --address HOST:PORT --task-queue Q --concurrency K [--await]
 
-Reads the calls' workflow ids from standard input, one a line; prints ``ready`` once connected,
-then, once every id has been approved (``--await``: and its call has ended ``completed``), one
-JSON line: when the approvals began (``time.time()``), the seconds they took, the deliveries by
-kind and (``--await``) the wall-clock time at which each call ended.
+Reads the calls' workflow ids from standard input, one a line; once every id has been approved
+(``--await``: and its call has ended ``completed``), prints one JSON line: when the approvals
+began (``time.time()``), the seconds they took, the deliveries by kind and (``--await``) the
+wall-clock time at which each call ended.
 
 A process of its own so that each side of a baseline comparison decides as its own code does:
 run with ``PYTHONPATH`` set to the baseline's tree, it imports that tree's ``workflows.client``,
@@ -51,7 +51,6 @@ async def approve_all(address: str, queue: str, concurrency: int, wait: bool) ->
     ids = [line.strip() for line in sys.stdin if line.strip()]
     client = await Client.connect(address, data_converter=pydantic_data_converter)
     calls = ToolCallClient(client, task_queue=queue)
-    print("ready", flush=True)
     deliveries: Counter[str] = Counter()
     ended: list[float] = []
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -42,26 +43,24 @@ class OwnOnTheLoop(concurrent.futures.ThreadPoolExecutor):
         self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
     ) -> concurrent.futures.Future[Any]:
         instance = getattr(getattr(fn, "__self__", None), "instance", None)
-        if instance is None or kwargs or not self.runner.unsandboxed(instance):
+        loop = asyncio.events._get_running_loop()
+        if instance is None or loop is None or not self.runner.unsandboxed(instance):
             return super().submit(fn, *args, **kwargs)
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return super().submit(fn, *args)
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         # A callback of its own, outside the task that asked (an activation steps its own tasks),
         # in an empty context, as a pool thread would run it.
-        loop.call_soon(_run, future, fn, args, context=contextvars.Context())
+        call = functools.partial(fn, *args, **kwargs)
+        loop.call_soon(_run, future, call, context=contextvars.Context())
         return future
 
 
-def _run(future: concurrent.futures.Future[Any], fn: Callable[..., Any], args: Any) -> None:
+def _run(future: concurrent.futures.Future[Any], call: Callable[[], Any]) -> None:
     if not future.set_running_or_notify_cancel():
         return
     # The activation makes its workflow's loop the running one and clears it when done.
     loop = asyncio.events._get_running_loop()
     try:
-        result = fn(*args)
+        result = call()
     except BaseException as exc:  # as a pool thread does: the waiter gets it
         future.set_exception(exc)
     else:
