@@ -325,11 +325,12 @@ async def test_a_taken_update_whose_record_is_late_is_accepted_without_one(
     # An edit is planned and previewed again before its approval's record exists; a client that
     # stops waiting for the record must not send the signal after an update the call has taken.
     tools = ToolCallClient(
-        client, task_queue=task_queue, probe_timeout=PROBE, update_timeout=timedelta(milliseconds=1)
+        client, task_queue=task_queue, probe_timeout=PROBE, update_timeout=timedelta(seconds=0.2)
     )
     async with running_worker(client, make_config(task_queue)) as probes:
         write = await tools.start(write_request("draft"))
         pending = await approval_of(tools, write.id)
+        probes.prepare_delay = 2.0  # the edit's preview: the record comes 2 s after the update
         edited = decision(pending, approver="alice", arguments={"token": "final"})
         outcome = await tools.decide(write.id, edited)
         done = await asyncio.wait_for(write.result(), 30)
