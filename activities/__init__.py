@@ -1,11 +1,12 @@
 """The tools: one folder per tool family, the catalog that assembles them, and their runtime.
 
-``activities.families`` lists the built-in families; ``activities.family`` says what each declares.
+``toolcalls.activities.families`` lists the built-in families; ``toolcalls.activities.family`` says
+what each declares.
 """
 
-from activities.base import CallContext, ToolArgs, ToolResult
-from activities.capabilities import CAPABILITIES, default_ceiling
-from activities.catalog import (
+from toolcalls.activities.base import CallContext, ToolArgs, ToolResult
+from toolcalls.activities.capabilities import CAPABILITIES, default_ceiling
+from toolcalls.activities.catalog import (
     Catalog,
     CatalogError,
     CatalogSettings,
@@ -13,11 +14,18 @@ from activities.catalog import (
     ToolSpec,
     call_digest,
 )
-from activities.definitions import DEFINITION_FORMATS, DefinitionFormat
-from activities.errors import tool_error
-from activities.family import Deployment, Extra, Family, FamilySettings, NoSettings, Resources
-from activities.heartbeat import Heartbeat
-from activities.runtime import ToolRuntime
+from toolcalls.activities.definitions import DEFINITION_FORMATS, DefinitionFormat
+from toolcalls.activities.errors import tool_error
+from toolcalls.activities.family import (
+    Deployment,
+    Extra,
+    Family,
+    FamilySettings,
+    NoSettings,
+    Resources,
+)
+from toolcalls.activities.heartbeat import Heartbeat
+from toolcalls.activities.runtime import ToolRuntime
 
 __all__ = [
     "CAPABILITIES",

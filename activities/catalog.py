@@ -1,8 +1,8 @@
 """The catalog: the enabled tools of one deployment, with their options, validated when built.
 
-Each family declares its tools beside its code (``activities.family``). A ``ToolSpec`` names a
-tool, its argument and result models, the capabilities a call needs (a function of the validated
-arguments), its side-effect class and its timeouts. ``Catalog`` binds the specs to one
+Each family declares its tools beside its code (``toolcalls.activities.family``). A ``ToolSpec``
+names a tool, its argument and result models, the capabilities a call needs (a function of the
+validated arguments), its side-effect class and its timeouts. ``Catalog`` binds the specs to one
 deployment's settings: which tools are enabled, where they run, how long a task may wait for a
 worker, how many attempts a read may take. Bad options fail here, at worker start, rather than
 inside a running workflow where Temporal would retry the failing task forever.
@@ -22,15 +22,23 @@ from typing import Any, NamedTuple
 import rfc8785
 from pydantic import BaseModel, ValidationError
 
-from activities.base import ToolArgs
-from activities.capabilities import CAPABILITIES
-from activities.definitions import DefinitionFormat, definition, snapshot_digest, visible
-from activities.errors import invalid_arguments, oversized_arguments, uncanonical_arguments
-from activities.limits import MAX_ARGUMENTS_BYTES
-from activities.spec_checks import CatalogError as CatalogError, check_spec, check_timeouts
-from workflows import policy
-from workflows.approvers import ApproversSettings, resolve as approvers_for
-from workflows.models import (
+from toolcalls.activities.base import ToolArgs
+from toolcalls.activities.capabilities import CAPABILITIES
+from toolcalls.activities.definitions import DefinitionFormat, definition, snapshot_digest, visible
+from toolcalls.activities.errors import (
+    invalid_arguments,
+    oversized_arguments,
+    uncanonical_arguments,
+)
+from toolcalls.activities.limits import MAX_ARGUMENTS_BYTES
+from toolcalls.activities.spec_checks import (
+    CatalogError as CatalogError,
+    check_spec,
+    check_timeouts,
+)
+from toolcalls.workflows import policy
+from toolcalls.workflows.approvers import ApproversSettings, resolve as approvers_for
+from toolcalls.workflows.models import (
     ActivityPlan,
     CallPlan,
     CapabilityPolicy,
@@ -336,7 +344,7 @@ class Catalog:
         self, format: DefinitionFormat = "anthropic", profile: str | None = None
     ) -> list[dict[str, Any]]:
         """Model-facing definitions of the enabled tools (or a profile's), in one provider's
-        shape (``activities.definitions``)."""
+        shape (``toolcalls.activities.definitions``)."""
         return [definition(spec, format) for spec in self.specs_of(profile)]
 
     def specs_of(self, profile: str | None) -> list[ToolSpec]:
@@ -346,7 +354,7 @@ class Catalog:
         return [self._specs[name] for name in self.settings.profiles[profile]]
 
     def profile_digest(self, profile: str) -> str:
-        """A profile's snapshot identity (``activities.definitions.snapshot_digest``)."""
+        """A profile's snapshot identity (``toolcalls.activities.definitions.snapshot_digest``)."""
         if profile not in self._digests:
             self._digests[profile] = snapshot_digest(self.specs_of(profile))
         return self._digests[profile]

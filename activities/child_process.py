@@ -1,9 +1,9 @@
 """A helper process that does one call's work for the worker (the document parser, the query
 process): its answer read up to a cap, then its whole group killed and reaped.
 
-The caller starts it with ``activities.processes.runner.spawn(..., start_new_session=True)``, so
-its pid is its group's id, and kills it however the call ends: a helper holds nothing worth a
-grace period, and nothing it started outlives the call.
+The caller starts it with ``toolcalls.activities.processes.runner.spawn(...,
+start_new_session=True)``, so its pid is its group's id, and kills it however the call ends: a
+helper holds nothing worth a grace period, and nothing it started outlives the call.
 """
 
 from __future__ import annotations

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import rfc8785
 
-from activities.schema import strict_schema
-from workflows import policy
-from workflows.models import CapabilityPolicy, Effect
+from toolcalls.activities.schema import strict_schema
+from toolcalls.workflows import policy
+from toolcalls.workflows.models import CapabilityPolicy, Effect
 
 if TYPE_CHECKING:
-    from activities.catalog import ToolSpec
+    from toolcalls.activities.catalog import ToolSpec
 
 DefinitionFormat = Literal["anthropic", "openai", "mcp"]
 DEFINITION_FORMATS: tuple[DefinitionFormat, ...] = get_args(DefinitionFormat)

@@ -2,24 +2,24 @@
 
 This is the one place that names them: the configuration model, the catalog, the worker and the
 Temporal plugin loop over ``BUILTIN_FAMILIES``. Adding a family is a folder under ``activities/``
-with its declaration (``activities.family.Family``) and one line here.
+with its declaration (``toolcalls.activities.family.Family``) and one line here.
 """
 
 from __future__ import annotations
 
-from activities.calendar import CALENDAR
-from activities.catalog import ToolSpec
-from activities.core import CORE
-from activities.database import DATABASE
-from activities.discovery import DISCOVERY
-from activities.documents import DOCUMENTS
-from activities.email import EMAIL
-from activities.family import AnyFamily
-from activities.files import FILES
-from activities.network import NETWORK
-from activities.processes import PROCESSES
-from activities.processes.git import GIT
-from activities.storage import STORAGE
+from toolcalls.activities.calendar import CALENDAR
+from toolcalls.activities.catalog import ToolSpec
+from toolcalls.activities.core import CORE
+from toolcalls.activities.database import DATABASE
+from toolcalls.activities.discovery import DISCOVERY
+from toolcalls.activities.documents import DOCUMENTS
+from toolcalls.activities.email import EMAIL
+from toolcalls.activities.family import AnyFamily
+from toolcalls.activities.files import FILES
+from toolcalls.activities.network import NETWORK
+from toolcalls.activities.processes import PROCESSES
+from toolcalls.activities.processes.git import GIT
+from toolcalls.activities.storage import STORAGE
 
 BUILTIN_FAMILIES: tuple[AnyFamily, ...] = (
     CORE,

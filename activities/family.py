@@ -3,9 +3,9 @@
 A family is one folder of ``activities/`` and one immutable ``Family`` value in it: the sections of
 the configuration file it owns (its settings model), its tool specs, how it builds the objects
 whose methods are its tools, what it checks in the configuration, the extra it needs and how its
-tools look under a given configuration. ``activities.families`` lists the built-in families; the
-configuration model, the catalog, the worker and the Temporal plugin are loops over that list, so
-nothing outside a family's folder names it.
+tools look under a given configuration. ``toolcalls.activities.families`` lists the built-in
+families; the configuration model, the catalog, the worker and the Temporal plugin are loops over
+that list, so nothing outside a family's folder names it.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any, Generic, TypeAlias, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict
 
-from activities.catalog import Catalog, ToolSpec
-from activities.limits import MAX_PAYLOAD_BYTES
+from toolcalls.activities.catalog import Catalog, ToolSpec
+from toolcalls.activities.limits import MAX_PAYLOAD_BYTES
 
 S = TypeVar("S", bound="FamilySettings")
 T = TypeVar("T")

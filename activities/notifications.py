@@ -20,11 +20,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from temporalio import activity
 
-from activities.errors import tool_error
-from activities.network.addresses import any_address, public_only
-from activities.network.guard import Limits, NetworkError, NetworkGuard
-from activities.network.http_paths import check_env_name
-from workflows.models import NOTIFY_ACTIVITY, ErrorCode, Notification
+from toolcalls.activities.errors import tool_error
+from toolcalls.activities.network.addresses import any_address, public_only
+from toolcalls.activities.network.guard import Limits, NetworkError, NetworkGuard
+from toolcalls.activities.network.http_paths import check_env_name
+from toolcalls.workflows.models import NOTIFY_ACTIVITY, ErrorCode, Notification
 
 SIGNATURE_HEADER = "X-Toolcalls-Signature"
 """``sha256=<hex HMAC-SHA256 of the body>`` with the webhook's secret."""

@@ -3,13 +3,13 @@
 ``ToolRuntime`` owns the ``plan`` local activity and, for each tool this worker serves, an execute
 activity named after the tool and, where the tool has one, a ``<tool>.prepare`` activity. Each of
 them re-checks what it must not take on trust: that it runs inside ``ToolCallWorkflow`` or for an
-inline call the deployment's plan attested for that very workflow run (``activities.inline``),
-that the arguments are the ones planned (their digest), that the deployment's ceiling allows the
-call and that any approval it requires is present and bound to this digest (an inline call never
-carries one: such calls run in ``ToolCallWorkflow``). Results are checked against the
-tool's result model and the payload cap before they leave the worker: the payload as the worker's
-converter and codec make it, against 1 MiB, or the deployment's ``[payloads] max_result_bytes``
-when large payloads are stored outside history.
+inline call the deployment's plan attested for that very workflow run
+(``toolcalls.activities.inline``), that the arguments are the ones planned (their digest), that the
+deployment's ceiling allows the call and that any approval it requires is present and bound to this
+digest (an inline call never carries one: such calls run in ``ToolCallWorkflow``). Results are
+checked against the tool's result model and the payload cap before they leave the worker: the
+payload as the worker's converter and codec make it, against 1 MiB, or the deployment's ``[payloads]
+max_result_bytes`` when large payloads are stored outside history.
 
 A tool's expected failure (an ``ApplicationError`` whose ``type`` is an ``ErrorCode``) is logged as
 one line naming the tool, the call and the code, and leaves as a ``BENIGN`` error, which the SDK
@@ -32,18 +32,18 @@ from temporalio.common import RawValue
 from temporalio.converter import PayloadCodec
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
-from activities import telemetry
-from activities.base import CallContext, ToolArgs
-from activities.capabilities import default_ceiling
-from activities.catalog import Catalog, ToolSpec, call_digest
-from activities.definitions import DEFINITION_FORMATS
-from activities.errors import invalid_arguments, tool_error
-from activities.inline import Attestor, no_inline_calls
-from activities.limits import MAX_PAYLOAD_BYTES
-from workflows import policy
-from workflows.approvers import ApproversSettings
-from workflows.limits import CODEC_MARGIN_BYTES
-from workflows.models import (
+from toolcalls.activities import telemetry
+from toolcalls.activities.base import CallContext, ToolArgs
+from toolcalls.activities.capabilities import default_ceiling
+from toolcalls.activities.catalog import Catalog, ToolSpec, call_digest
+from toolcalls.activities.definitions import DEFINITION_FORMATS
+from toolcalls.activities.errors import invalid_arguments, tool_error
+from toolcalls.activities.inline import Attestor, no_inline_calls
+from toolcalls.activities.limits import MAX_PAYLOAD_BYTES
+from toolcalls.workflows import policy
+from toolcalls.workflows.approvers import ApproversSettings
+from toolcalls.workflows.limits import CODEC_MARGIN_BYTES
+from toolcalls.workflows.models import (
     DEFINITIONS_ACTIVITY,
     PLAN_ACTIVITY,
     WORKFLOW_NAME,

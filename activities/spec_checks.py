@@ -1,4 +1,5 @@
-"""The checks a tool's declaration must pass before a catalog holds it (``activities.catalog``).
+"""The checks a tool's declaration must pass before a catalog holds it
+(``toolcalls.activities.catalog``).
 
 Bad declarations fail at worker start, not inside a running workflow where Temporal would retry
 the failing task forever.
@@ -13,12 +14,12 @@ from typing import TYPE_CHECKING, Any, get_args
 
 from pydantic import BaseModel
 
-from activities.base import ToolArgs
-from activities.capabilities import CAPABILITIES
-from activities.schema import strict_schema
+from toolcalls.activities.base import ToolArgs
+from toolcalls.activities.capabilities import CAPABILITIES
+from toolcalls.activities.schema import strict_schema
 
 if TYPE_CHECKING:
-    from activities.catalog import Timeouts, ToolSpec
+    from toolcalls.activities.catalog import Timeouts, ToolSpec
 
 HEARTBEAT_REQUIRED_AFTER = timedelta(seconds=10)
 """A tool allowed to run longer than this must heartbeat, or cancellation never reaches it."""

@@ -34,12 +34,12 @@ from typing import TypeVar
 
 from pypdf import PdfReader
 
-from activities.base import CallContext
-from activities.documents.models import ReadDocumentArgs, ReadDocumentResult
-from activities.documents.settings import DocumentSettings
-from activities.documents.tools import DocumentTools
-from activities.files.paths import Roots
 from tests.support.documents import activity_env, text_pdf
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.documents.models import ReadDocumentArgs, ReadDocumentResult
+from toolcalls.activities.documents.settings import DocumentSettings
+from toolcalls.activities.documents.tools import DocumentTools
+from toolcalls.activities.files.paths import Roots
 
 T = TypeVar("T")
 CALL = CallContext("bench", "bench", "bench:bench", None, None)

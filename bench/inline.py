@@ -42,11 +42,11 @@ from bench import finish
 from bench.inline_parent import BENCH_PARENT, BenchAgentParent, BenchCall
 from bench.overhead import ARGUMENTS, EXPECTED, TOOL, bare_calculator
 from bench.overhead_report import percentile
-from worker.config import build_catalog, parse_config
-from worker.devserver import temporal_binary
-from worker.plugin import sandbox_runner
-from worker.run import build_worker
-from workflows.models import SEARCH_ATTRIBUTES
+from toolcalls.worker.config import build_catalog, parse_config
+from toolcalls.worker.devserver import temporal_binary
+from toolcalls.worker.plugin import sandbox_runner
+from toolcalls.worker.run import build_worker
+from toolcalls.workflows.models import SEARCH_ATTRIBUTES
 
 GOAL = 1.1
 WARMUP_CALLS = 5

@@ -23,11 +23,11 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from worker.config import parse_config
-from worker.devserver import temporal_binary
-from worker.run import build_worker
-from workflows.models import SEARCH_ATTRIBUTES, CallStatus, ToolCallRequest
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.worker.config import parse_config
+from toolcalls.worker.devserver import temporal_binary
+from toolcalls.worker.run import build_worker
+from toolcalls.workflows.models import SEARCH_ATTRIBUTES, CallStatus, ToolCallRequest
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 
 @dataclass

@@ -48,16 +48,16 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from activities.base import CallContext
-from activities.core.calculator import CalculatorArgs, CalculatorResult, MathTools
 from bench import finish
 from bench.baseline import BARE_ACTIVITY, BARE_WORKFLOW, BareToolWorkflow
 from bench.overhead_report import FLOOR, report
-from worker.config import Config, build_catalog, parse_config
-from worker.devserver import temporal_binary
-from worker.plugin import PASSTHROUGH_MODULES
-from worker.run import build_worker
-from workflows.models import (
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.core.calculator import CalculatorArgs, CalculatorResult, MathTools
+from toolcalls.worker.config import Config, build_catalog, parse_config
+from toolcalls.worker.devserver import temporal_binary
+from toolcalls.worker.plugin import PASSTHROUGH_MODULES
+from toolcalls.worker.run import build_worker
+from toolcalls.workflows.models import (
     SEARCH_ATTRIBUTES,
     ActivityPlan,
     CallStatus,
@@ -65,7 +65,7 @@ from workflows.models import (
     Effect,
     ToolCallRequest,
 )
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 TOOL = "calculator"
 ARGUMENTS = {"expression": "(18 + 6) / 3"}

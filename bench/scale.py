@@ -5,10 +5,10 @@
                           [--keep F] [--profile DIR] [--baseline REV [--baseline-rounds R]]
 
 For each N, on a fresh dev server with a SQLite file (``temporal server start-dev
---db-filename``, started by ``worker.devserver.DevServer``) and one worker process
-(``bench.scale_worker``: ``worker.run.build_worker`` with ``max_cached_workflows`` C, smaller
-than N), it starts N ``calculator`` calls whose request policy requires approval, S at a time,
-and measures:
+--db-filename``, started by ``toolcalls.worker.devserver.DevServer``) and one worker process
+(``bench.scale_worker``: ``toolcalls.worker.run.build_worker`` with ``max_cached_workflows`` C,
+smaller than N), it starts N ``calculator`` calls whose request policy requires approval, S at a
+time, and measures:
 
 - the time from the first start to all N waiting (the ``status`` search attribute), and the
   worker's CPU per call and resident memory (``/proc/PID/stat`` and ``status``) once they wait;
@@ -63,9 +63,9 @@ from bench.scale_report import (
     report,
     report_goal,
 )
-from worker.devserver import DevServer
-from workflows.client import WAITING_CALLS, ToolCallClient
-from workflows.models import (
+from toolcalls.worker.devserver import DevServer
+from toolcalls.workflows.client import WAITING_CALLS, ToolCallClient
+from toolcalls.workflows.models import (
     WORKFLOW_NAME,
     CallStatus,
     CapabilityPolicy,

@@ -2,9 +2,9 @@
 
     python -m bench.scale_worker --address HOST:PORT --task-queue Q --cache N [--profile FILE]
 
-Built by ``worker.run.build_worker`` from a configuration that differs from the defaults only in
-its task queue, state directory and ``max_cached_workflows``. Prints ``ready`` once it polls and
-stops gracefully on SIGTERM, printing ``gc SECONDS``: the CPU time the cyclic garbage collector
+Built by ``toolcalls.worker.run.build_worker`` from a configuration that differs from the defaults
+only in its task queue, state directory and ``max_cached_workflows``. Prints ``ready`` once it polls
+and stops gracefully on SIGTERM, printing ``gc SECONDS``: the CPU time the cyclic garbage collector
 took (``gc.callbacks``). With ``--profile``, every thread of the process (the workflow
 activations run in a thread pool) is profiled with ``cProfile`` and the merged statistics are
 written to ``FILE`` on the way out.
@@ -27,8 +27,8 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from worker.config import parse_config
-from worker.run import build_worker, stop_on_signals
+from toolcalls.worker.config import parse_config
+from toolcalls.worker.run import build_worker, stop_on_signals
 
 
 class GcTime:

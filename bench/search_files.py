@@ -29,11 +29,11 @@ from pathlib import Path
 
 from temporalio.testing import ActivityEnvironment
 
-from activities.base import CallContext
-from activities.files.paths import Roots
-from activities.files.read_models import MAX_RESULTS, SearchFilesArgs
-from activities.files.reading import FileReadTools
-from activities.files.settings import FilesSettings
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.files.paths import Roots
+from toolcalls.activities.files.read_models import MAX_RESULTS, SearchFilesArgs
+from toolcalls.activities.files.reading import FileReadTools
+from toolcalls.activities.files.settings import FilesSettings
 
 WORDS = [
     *("alpha", "beta", "gamma", "delta", "return", "value", "import", "class", "def", "self"),

@@ -24,8 +24,8 @@ from functools import partial
 from pathlib import Path
 from typing import Protocol
 
-from activities.storage.sqlite import WRITE_BUSY_TIMEOUT_MS, SQLiteStorage
-from activities.storage.store import (
+from toolcalls.activities.storage.sqlite import WRITE_BUSY_TIMEOUT_MS, SQLiteStorage
+from toolcalls.activities.storage.store import (
     Expected,
     KeyPage,
     Quota,
@@ -34,7 +34,7 @@ from activities.storage.store import (
     check_expected,
     check_quota,
 )
-from activities.storage.values import entry_bytes, store_bytes
+from toolcalls.activities.storage.values import entry_bytes, store_bytes
 
 QUOTA = Quota(max_keys=1_000_000, max_store_bytes=1 << 40)
 

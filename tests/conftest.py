@@ -10,8 +10,8 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from worker.devserver import temporal_binary
-from workflows.models import SEARCH_ATTRIBUTES
+from toolcalls.worker.devserver import temporal_binary
+from toolcalls.workflows.models import SEARCH_ATTRIBUTES
 
 
 @pytest.fixture(scope="session")

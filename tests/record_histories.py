@@ -27,9 +27,9 @@ from temporalio.testing import WorkflowEnvironment
 from tests.support.harness import Handle, make_config, running_worker, start_call, wait_for
 from tests.support.http_servers import serve, text
 from tests.support.tools import ALL_TOOL_NAMES
-from worker.devserver import temporal_binary
-from workflows.client import ToolCallClient
-from workflows.models import (
+from toolcalls.worker.devserver import temporal_binary
+from toolcalls.workflows.client import ToolCallClient
+from toolcalls.workflows.models import (
     SEARCH_ATTRIBUTES,
     ApprovalDecision,
     ApprovalRequest,
@@ -42,7 +42,7 @@ from workflows.models import (
     Phase,
     UserAnswer,
 )
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
 PRIVATE = {"allow_private_address": True}

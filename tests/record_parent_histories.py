@@ -30,11 +30,11 @@ from tests.support.inline import KEYS_ENV
 from tests.support.parents import AgentParent, ParentInput, ParentOutput
 from tests.support.payloads import keys
 from tests.support.plans import ReversedPlans
-from worker.devserver import temporal_binary
-from worker.plugin import sandbox_runner
-from workflows.client import ToolCallClient
-from workflows.models import SEARCH_ATTRIBUTES, CapabilityPolicy, Effect, ToolCallRequest
-from workflows.parent import CallBudget
+from toolcalls.worker.devserver import temporal_binary
+from toolcalls.worker.plugin import sandbox_runner
+from toolcalls.workflows.client import ToolCallClient
+from toolcalls.workflows.models import SEARCH_ATTRIBUTES, CapabilityPolicy, Effect, ToolCallRequest
+from toolcalls.workflows.parent import CallBudget
 
 PARENT_HISTORIES = Path(__file__).parent / "histories" / "parents"
 

@@ -12,7 +12,7 @@ import pytest
 
 from bench.overhead import Mode, balanced, make_modes
 from bench.scale import abba, baseline_tree
-from workflows.models import ActivityPlan
+from toolcalls.workflows.models import ActivityPlan
 
 OPTIONS = ActivityPlan(
     task_queue=None,

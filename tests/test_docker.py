@@ -23,8 +23,8 @@ from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.testing import WorkflowEnvironment
 
-from worker.devserver import temporal_binary
-from workflows.models import SEARCH_ATTRIBUTES
+from toolcalls.worker.devserver import temporal_binary
+from toolcalls.workflows.models import SEARCH_ATTRIBUTES
 
 DOCKER = Path(__file__).resolve().parents[1] / "docker"
 COMPOSE_FILE = DOCKER / "compose.yaml"
@@ -211,8 +211,8 @@ def test_grafana_is_provisioned_with_the_dashboard_over_prometheus() -> None:
 
 def dashboard_metrics() -> list[str]:
     """Our metrics as Prometheus shows them: counters end in ``_total``."""
-    from activities import telemetry as activity_metrics
-    from workflows import telemetry as workflow_metrics
+    from toolcalls.activities import telemetry as activity_metrics
+    from toolcalls.workflows import telemetry as workflow_metrics
 
     histograms = {workflow_metrics.APPROVAL_WAIT, activity_metrics.TOOL_DURATION}
     return [
@@ -281,7 +281,14 @@ def test_the_build_context_ignores_the_virtualenv_and_keeps_what_the_image_copie
         assert _ignored(unwanted, patterns), unwanted
     copied = re.findall(r"^COPY (.+) \S+$", dockerfile.read_text(encoding="utf-8"), re.MULTILINE)
     sources = [source for line in copied for source in line.split()]
-    assert sources == ["pyproject.toml", "README.md", "activities", "workflows", "worker"]
+    assert sources == [
+        "pyproject.toml",
+        "README.md",
+        "activities",
+        "workflows",
+        "worker",
+        "toolcalls",
+    ]
     for source in sources:
         assert (context / source).exists()
         assert not _ignored(source, patterns), source

@@ -1,8 +1,8 @@
 """Configuration, the worker process, the ``toolcalls`` command line and ``ToolCallsPlugin``."""
 
-from worker.config import Config, ConfigError, load_config, parse_config
-from worker.payloads.converter import data_converter
-from worker.plugin import ToolCallsPlugin
+from toolcalls.worker.config import Config, ConfigError, load_config, parse_config
+from toolcalls.worker.payloads.converter import data_converter
+from toolcalls.worker.plugin import ToolCallsPlugin
 
 __all__ = [
     "Config",

@@ -1,7 +1,7 @@
-"""``python -m worker`` runs the worker, like ``toolcalls worker``."""
+"""``python -m toolcalls.worker`` runs the worker, like ``toolcalls worker``."""
 
 import sys
 
-from worker.cli import main
+from toolcalls.worker.cli import main
 
 main(["worker", *sys.argv[1:]])

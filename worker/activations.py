@@ -28,7 +28,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from worker.sandbox import OwnUnsandboxed
+from toolcalls.worker.sandbox import OwnUnsandboxed
 
 
 class OwnOnTheLoop(concurrent.futures.ThreadPoolExecutor):

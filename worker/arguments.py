@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from worker.sections import check_rule_keys
-from workflows import policy
-from workflows.models import (
+from toolcalls.worker.sections import check_rule_keys
+from toolcalls.workflows import policy
+from toolcalls.workflows.models import (
     MAX_APPROVER_CHARS,
     MAX_REASON_CHARS,
     CapabilityPolicy,

@@ -3,8 +3,8 @@
 Exit codes: 0 success, 1 the call or action did not succeed, 2 usage, configuration or connection
 errors (with a one-line reason on stderr). Every path leaves through ``os._exit`` after flushing,
 because a process that used a Temporal client can abort at interpreter exit
-(temporalio/sdk-python issue 300). The call commands live in ``worker.commands``, ``replay`` in
-``worker.replay``.
+(temporalio/sdk-python issue 300). The call commands live in ``toolcalls.worker.commands``,
+``replay`` in ``toolcalls.worker.replay``.
 """
 
 from __future__ import annotations
@@ -19,23 +19,23 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from activities.definitions import DEFINITION_FORMATS
-from worker import arguments, commands, replay
-from worker.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError
-from worker.config import Config, ConfigError, load_config
-from worker.connect import Target, connect, resolve_target
-from worker.devserver import DevServer, DevServerError
-from worker.inbox import serve as inbox
-from worker.mcp import MCP_EXTRA
-from worker.payloads import server as codec_server
-from worker.payloads.converter import data_converter
-from worker.run import StartupError, serve, stop_on_signals
-from worker.telemetry import tracing
-from worker.telemetry.endpoint import Health, MetricsEndpoint, metrics_runtime
-from worker.telemetry.logs import configure_logging
-from worker.telemetry.settings import LogFormat, split_address
-from workflows.client import ToolCallClient
-from workflows.models import GrantScope
+from toolcalls.activities.definitions import DEFINITION_FORMATS
+from toolcalls.worker import arguments, commands, replay
+from toolcalls.worker.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError
+from toolcalls.worker.config import Config, ConfigError, load_config
+from toolcalls.worker.connect import Target, connect, resolve_target
+from toolcalls.worker.devserver import DevServer, DevServerError
+from toolcalls.worker.inbox import serve as inbox
+from toolcalls.worker.mcp import MCP_EXTRA
+from toolcalls.worker.payloads import server as codec_server
+from toolcalls.worker.payloads.converter import data_converter
+from toolcalls.worker.run import StartupError, serve, stop_on_signals
+from toolcalls.worker.telemetry import tracing
+from toolcalls.worker.telemetry.endpoint import Health, MetricsEndpoint, metrics_runtime
+from toolcalls.worker.telemetry.logs import configure_logging
+from toolcalls.worker.telemetry.settings import LogFormat, split_address
+from toolcalls.workflows.client import ToolCallClient
+from toolcalls.workflows.models import GrantScope
 
 if TYPE_CHECKING:
     from temporalio.runtime import Runtime
@@ -421,7 +421,7 @@ async def _mcp(config: Config, args: argparse.Namespace) -> int:
             f"mcp: toolcalls mcp needs the mcp extra (missing {', '.join(missing)}): "
             f"{MCP_EXTRA.hint}"
         )
-    from worker.mcp import server
+    from toolcalls.worker.mcp import server
 
     return await server.run(config, args, os.environ)
 

@@ -2,8 +2,8 @@
 prune-payloads.
 
 They connect like the worker (``--config``, ``temporalio.envconfig``, ``--address``,
-``--namespace``) and do what ``workflows.client.ToolCallClient`` does, printing text or, with
-``--json``, JSON on stdout. A command returns its exit code; a failure raises ``CommandError``
+``--namespace``) and do what ``toolcalls.workflows.client.ToolCallClient`` does, printing text or,
+with ``--json``, JSON on stdout. A command returns its exit code; a failure raises ``CommandError``
 carrying the code and a one-line reason for stderr.
 """
 
@@ -23,7 +23,7 @@ from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
 
-from worker.arguments import (
+from toolcalls.worker.arguments import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
@@ -31,13 +31,13 @@ from worker.arguments import (
     build_request,
     decision_extras,
 )
-from worker.config import Config, build_catalog
-from worker.connect import connect, resolve_target
-from worker.payloads.codec import PayloadKeyError
-from worker.payloads.converter import data_converter
-from worker.payloads.settings import Store
-from worker.payloads.storage import PayloadStoreError, prune
-from worker.render import (
+from toolcalls.worker.config import Config, build_catalog
+from toolcalls.worker.connect import connect, resolve_target
+from toolcalls.worker.payloads.codec import PayloadKeyError
+from toolcalls.worker.payloads.converter import data_converter
+from toolcalls.worker.payloads.settings import Store
+from toolcalls.worker.payloads.storage import PayloadStoreError, prune
+from toolcalls.worker.render import (
     dumps,
     elapsed,
     grants_table,
@@ -50,7 +50,7 @@ from worker.render import (
     view_json,
     view_text,
 )
-from workflows.client import (
+from toolcalls.workflows.client import (
     CallConflict,
     CallNotFound,
     CallView,
@@ -62,7 +62,7 @@ from workflows.client import (
     Started,
     ToolCallClient,
 )
-from workflows.models import (
+from toolcalls.workflows.models import (
     ApprovalRecord,
     AskUserOutput,
     CallStatus,

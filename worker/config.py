@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, Field, ValidationError, create_model, field_validator
 
-from activities.capabilities import CAPABILITIES, default_ceiling
-from activities.catalog import (
+from toolcalls.activities.capabilities import CAPABILITIES, default_ceiling
+from toolcalls.activities.catalog import (
     DEFAULT_TOOLS,
     Catalog,
     CatalogError,
@@ -28,13 +28,13 @@ from activities.catalog import (
     Timeouts,
     ToolSpec,
 )
-from activities.families import BUILTIN_FAMILIES
-from activities.family import AnyFamily, Deployment, Family, FamilySettings, needs
-from activities.notifications import NotificationsSettings
-from worker.inbox.settings import InboxSection, inbox_problems
-from worker.mcp.settings import McpSection
-from worker.payloads.settings import CodecSection, PayloadsSection
-from worker.sections import (
+from toolcalls.activities.families import BUILTIN_FAMILIES
+from toolcalls.activities.family import AnyFamily, Deployment, Family, FamilySettings, needs
+from toolcalls.activities.notifications import NotificationsSettings
+from toolcalls.worker.inbox.settings import InboxSection, inbox_problems
+from toolcalls.worker.mcp.settings import McpSection
+from toolcalls.worker.payloads.settings import CodecSection, PayloadsSection
+from toolcalls.worker.sections import (
     ActivitiesSection,
     CeilingSection,
     DevSection,
@@ -44,9 +44,9 @@ from worker.sections import (
     WorkerSection,
     _Section,
 )
-from worker.telemetry.settings import LogFormat, TelemetrySection
-from workflows.approvers import ApproversSettings
-from workflows.models import DEFAULT_TASK_QUEUE, CapabilityPolicy
+from toolcalls.worker.telemetry.settings import LogFormat, TelemetrySection
+from toolcalls.workflows.approvers import ApproversSettings
+from toolcalls.workflows.models import DEFAULT_TASK_QUEUE, CapabilityPolicy
 
 CONFIG_ENV = "TOOLCALLS_CONFIG"
 

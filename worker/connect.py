@@ -19,9 +19,9 @@ from temporalio.converter import DataConverter
 from temporalio.envconfig import ClientConfigProfile
 from temporalio.runtime import Runtime
 
-from worker.config import ConfigError
-from worker.sections import TemporalSection
-from worker.telemetry.tracing import tracing_configured, tracing_interceptor
+from toolcalls.worker.config import ConfigError
+from toolcalls.worker.sections import TemporalSection
+from toolcalls.worker.telemetry.tracing import tracing_configured, tracing_interceptor
 
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"
@@ -97,12 +97,12 @@ async def connect(
     runtime: Runtime | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Client:
-    """A client with ``converter``: the deployment's (``worker.payloads.converter``), default
-    the pydantic data converter, which every toolcalls payload needs.
+    """A client with ``converter``: the deployment's (``toolcalls.worker.payloads.converter``),
+    default the pydantic data converter, which every toolcalls payload needs.
 
-    ``runtime`` is the one whose metrics the worker serves (``worker.telemetry``); when ``OTEL_*``
-    in ``environ`` (default the process's) configure traces, the client traces what it starts,
-    signals, updates and queries with the SDK's ``TracingInterceptor``.
+    ``runtime`` is the one whose metrics the worker serves (``toolcalls.worker.telemetry``); when
+    ``OTEL_*`` in ``environ`` (default the process's) configure traces, the client traces what it
+    starts, signals, updates and queries with the SDK's ``TracingInterceptor``.
 
     Raises:
         TracingUnavailable: traces are configured but the ``otel`` extra is not installed.

@@ -1,8 +1,8 @@
 """``ToolCallsPlugin``: what a Temporal client, worker and replayer need for tool calls.
 
 Given to a client it sets the deployment's data converter (pydantic payloads, the ``[codec]``
-encryption, the ``[payloads]`` store: ``worker.payloads.converter``); given to a worker (or to the
-client the worker is built from) it adds ``ToolCallWorkflow``, the ``plan`` activity and
+encryption, the ``[payloads]`` store: ``toolcalls.worker.payloads.converter``); given to a worker
+(or to the client the worker is built from) it adds ``ToolCallWorkflow``, the ``plan`` activity and
 the activities of the enabled tools this worker serves, built from the families' declarations;
 given to a replayer it adds the workflow and the converter. The ``toolcalls worker`` binary builds
 its worker through it too, so a user's own worker and ours serve calls the same way.
@@ -25,33 +25,33 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import ReplayerConfig, Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from activities.catalog import Catalog
-from activities.families import BUILTIN_FAMILIES
-from activities.family import AnyFamily, Resources
-from activities.grants import GrantFinder
-from activities.inline import Attestor
-from activities.notifications import Notifier
-from activities.runtime import ToolRuntime
-from worker.activations import OwnOnTheLoop
-from worker.config import Config, ConfigError, build_catalog
-from worker.inbox.settings import with_inbox_groups
-from worker.payloads.converter import PayloadPipeline, payload_pipeline
-from worker.payloads.keys import KeysError, load_keys
-from worker.sandbox import ContextRunner, OwnUnsandboxed
-from worker.telemetry.tracing import (
+from toolcalls.activities.catalog import Catalog
+from toolcalls.activities.families import BUILTIN_FAMILIES
+from toolcalls.activities.family import AnyFamily, Resources
+from toolcalls.activities.grants import GrantFinder
+from toolcalls.activities.inline import Attestor
+from toolcalls.activities.notifications import Notifier
+from toolcalls.activities.runtime import ToolRuntime
+from toolcalls.worker.activations import OwnOnTheLoop
+from toolcalls.worker.config import Config, ConfigError, build_catalog
+from toolcalls.worker.inbox.settings import with_inbox_groups
+from toolcalls.worker.payloads.converter import PayloadPipeline, payload_pipeline
+from toolcalls.worker.payloads.keys import KeysError, load_keys
+from toolcalls.worker.sandbox import ContextRunner, OwnUnsandboxed
+from toolcalls.worker.telemetry.tracing import (
     TracingUnavailable,
     install_tracer_provider,
     tracing_interceptor,
 )
-from workflows.definitions import DefinitionsWorkflow
-from workflows.grants import GrantWorkflow
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.definitions import DefinitionsWorkflow
+from toolcalls.workflows.grants import GrantWorkflow
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 PLUGIN_NAME = "toolcalls.ToolCallsPlugin"
 PASSTHROUGH_MODULES = (
-    "workflows.models",
-    "workflows.approval_models",
-    "workflows.policy",
+    "toolcalls.workflows.models",
+    "toolcalls.workflows.approval_models",
+    "toolcalls.workflows.policy",
     "pydantic",
     "pydantic_core",
 )
@@ -66,7 +66,8 @@ def sandbox_runner(*, isolate: bool = True) -> SandboxedWorkflowRunner:
     """The sandbox for a parent workflow's worker (and, isolated, for ``ToolCallWorkflow``);
     ``isolate=False`` shares the ``workflows`` package.
 
-    It is the SDK's sandbox with the per-payload context lookup made direct (``worker.sandbox``).
+    It is the SDK's sandbox with the per-payload context lookup made direct
+    (``toolcalls.worker.sandbox``).
     """
     return _with_passthrough(ContextRunner(), isolate=isolate)
 
@@ -74,13 +75,13 @@ def sandbox_runner(*, isolate: bool = True) -> SandboxedWorkflowRunner:
 def _with_passthrough(runner: SandboxedWorkflowRunner, *, isolate: bool) -> SandboxedWorkflowRunner:
     """``runner`` sharing our pure modules between workflow runs.
 
-    Isolated, the sandbox re-imports ``workflows.tool_call`` for every new workflow and proxies
-    what it imports, so a non-deterministic call slipped into the workflow code fails at once.
-    That costs more worker CPU per call than the rest of the call together (docs/performance.md),
-    so production workers share the package, whose determinism the replay suite and the isolated
-    test workers guard.
+    Isolated, the sandbox re-imports ``toolcalls.workflows.tool_call`` for every new workflow and
+    proxies what it imports, so a non-deterministic call slipped into the workflow code fails at
+    once. That costs more worker CPU per call than the rest of the call together
+    (docs/performance.md), so production workers share the package, whose determinism the replay
+    suite and the isolated test workers guard.
     """
-    modules = PASSTHROUGH_MODULES if isolate else (*PASSTHROUGH_MODULES, "workflows")
+    modules = PASSTHROUGH_MODULES if isolate else (*PASSTHROUGH_MODULES, "toolcalls.workflows")
     restrictions: SandboxRestrictions = runner.restrictions.with_passthrough_modules(*modules)
     return dataclasses.replace(runner, restrictions=restrictions)
 
@@ -116,7 +117,7 @@ class ToolCallsPlugin(SimplePlugin):
     for deployments that add families of their own.
 
     ``tracing`` adds the SDK's OpenTelemetry ``TracingInterceptor`` to the client and the worker
-    (one instance per process: ``worker.telemetry.tracing``); by default it is on when the
+    (one instance per process: ``toolcalls.worker.telemetry.tracing``); by default it is on when the
     ``OTEL_*`` variables configure traces, which then also installs their exporter unless the
     application installed a tracer provider of its own.
 
@@ -217,7 +218,8 @@ class ToolCallsPlugin(SimplePlugin):
             )
             config["workflow_runner"] = runner
             if isinstance(runner, OwnUnsandboxed) and config.get("workflow_task_executor") is None:
-                # Ours run on the worker's loop, the rest in the SDK's pool (worker.activations).
+                # Ours run on the worker's loop, the rest in the SDK's pool
+                # (toolcalls.worker.activations).
                 config["workflow_task_executor"] = OwnOnTheLoop(
                     runner, config.get("max_concurrent_workflow_tasks")
                 )

@@ -11,10 +11,10 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from activities.catalog import ToolSpec
-from workflows.client import CallView, PendingCall
-from workflows.grants import Grant
-from workflows.models import (
+from toolcalls.activities.catalog import ToolSpec
+from toolcalls.workflows.client import CallView, PendingCall
+from toolcalls.workflows.grants import Grant
+from toolcalls.workflows.models import (
     ApprovalRecord,
     ApprovalRequest,
     CallEvent,

@@ -26,11 +26,11 @@ from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, Telemetr
 from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
-from worker.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError
-from worker.config import Config
-from worker.plugin import ToolCallsPlugin
-from worker.render import dumps, shorten
-from workflows.models import WORKFLOW_NAME
+from toolcalls.worker.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError
+from toolcalls.worker.config import Config
+from toolcalls.worker.plugin import ToolCallsPlugin
+from toolcalls.worker.render import dumps, shorten
+from toolcalls.workflows.models import WORKFLOW_NAME
 
 REASON_CHARS = 300
 """A replay failure's message is cut to this on the report line."""

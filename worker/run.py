@@ -19,12 +19,12 @@ from temporalio.common import SearchAttributeKey
 from temporalio.service import RPCError
 from temporalio.worker import Worker
 
-from activities.families import BUILTIN_FAMILIES
-from activities.family import AnyFamily, FamilyError
-from worker.config import Config, build_catalog
-from worker.plugin import ToolCallsPlugin
-from worker.telemetry.endpoint import Health
-from workflows.models import SEARCH_ATTRIBUTES
+from toolcalls.activities.families import BUILTIN_FAMILIES
+from toolcalls.activities.family import AnyFamily, FamilyError
+from toolcalls.worker.config import Config, build_catalog
+from toolcalls.worker.plugin import ToolCallsPlugin
+from toolcalls.worker.telemetry.endpoint import Health
+from toolcalls.workflows.models import SEARCH_ATTRIBUTES
 
 log = logging.getLogger("toolcalls.worker")
 

@@ -1,7 +1,7 @@
 """The deployment's own sections of the configuration file (the families' are theirs).
 
-``worker.config.Config`` holds them with every family's sections; each model is closed and frozen,
-so a misspelt key is an error that names it.
+``toolcalls.worker.config.Config`` holds them with every family's sections; each model is closed and
+frozen, so a misspelt key is an error that names it.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from typing import Annotated, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from activities.capabilities import CAPABILITIES
-from activities.catalog import (
+from toolcalls.activities.capabilities import CAPABILITIES
+from toolcalls.activities.catalog import (
     MAX_READ_ATTEMPTS,
 )
-from worker.payloads.settings import _env_name
-from workflows import policy
-from workflows.models import CapabilityPolicy, Effect
+from toolcalls.worker.payloads.settings import _env_name
+from toolcalls.workflows import policy
+from toolcalls.workflows.models import CapabilityPolicy, Effect
 
 Seconds = Annotated[float, Field(gt=0)]
 

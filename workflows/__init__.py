@@ -9,7 +9,7 @@ this package (every ``ToolCallWorkflow`` run does) should not pay for the client
 
 from typing import Any
 
-from workflows.models import (
+from toolcalls.workflows.models import (
     ApprovalDecision,
     ApprovalRecord,
     ApprovalRequest,
@@ -28,7 +28,7 @@ from workflows.models import (
     UserAnswer,
     UserQuestion,
 )
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 __all__ = [
     "ApprovalDecision",
@@ -64,25 +64,25 @@ __all__ = [
 ]
 
 _LAZY = {
-    "BudgetUsage": "workflows.parent",
-    "CallBudget": "workflows.parent",
-    "ToolCalls": "workflows.parent",
-    "CallConflict": "workflows.views",
-    "CallView": "workflows.views",
-    "Delivery": "workflows.views",
-    "NoPendingRequest": "workflows.views",
-    "Outcome": "workflows.views",
-    "PayloadTooLarge": "workflows.limits",
-    "PendingCall": "workflows.views",
-    "Started": "workflows.views",
-    "ToolCallClient": "workflows.client",
+    "BudgetUsage": "toolcalls.workflows.parent",
+    "CallBudget": "toolcalls.workflows.parent",
+    "ToolCalls": "toolcalls.workflows.parent",
+    "CallConflict": "toolcalls.workflows.views",
+    "CallView": "toolcalls.workflows.views",
+    "Delivery": "toolcalls.workflows.views",
+    "NoPendingRequest": "toolcalls.workflows.views",
+    "Outcome": "toolcalls.workflows.views",
+    "PayloadTooLarge": "toolcalls.workflows.limits",
+    "PendingCall": "toolcalls.workflows.views",
+    "Started": "toolcalls.workflows.views",
+    "ToolCallClient": "toolcalls.workflows.client",
 }
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module 'workflows' has no attribute {name!r}")
+        raise AttributeError(f"module 'toolcalls.workflows' has no attribute {name!r}")
     import importlib
 
     return getattr(importlib.import_module(module), name)

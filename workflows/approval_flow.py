@@ -21,12 +21,12 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
-from workflows import policy, telemetry
-from workflows.approvals import Approvals, allowed_names
-from workflows.call_parts import _Ended
-from workflows.deadlines import refuse_late
-from workflows.grants_and_notices import GrantsAndNotices, _short
-from workflows.models import (
+from toolcalls.workflows import policy, telemetry
+from toolcalls.workflows.approvals import Approvals, allowed_names
+from toolcalls.workflows.call_parts import _Ended
+from toolcalls.workflows.deadlines import refuse_late
+from toolcalls.workflows.grants_and_notices import GrantsAndNotices, _short
+from toolcalls.workflows.models import (
     MEMO_PENDING_APPROVAL,
     ApprovalDecision,
     ApprovalRecord,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from workflows.models import (
+from toolcalls.workflows.models import (
     ApprovalRecord,
     ApprovalRequest,
     ApprovalRule,

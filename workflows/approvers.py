@@ -14,8 +14,8 @@ from datetime import timedelta
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from workflows import policy
-from workflows.models import MAX_APPROVER_CHARS, ApprovalRule
+from toolcalls.workflows import policy
+from toolcalls.workflows.models import MAX_APPROVER_CHARS, ApprovalRule
 
 MAX_APPROVALS = 10
 MAX_NAMES = 1_000

@@ -10,7 +10,7 @@ from typing import Any
 
 from temporalio.exceptions import TimeoutType
 
-from workflows.models import CallStatus, ErrorCode, ToolCallRequest, ToolCallResult
+from toolcalls.workflows.models import CallStatus, ErrorCode, ToolCallRequest, ToolCallResult
 
 _STATUS_FOR_CODE = {
     ErrorCode.POLICY_DENIED: CallStatus.DENIED,
@@ -62,7 +62,8 @@ def _deadline(request: ToolCallRequest, started: datetime) -> datetime | None:
 
 
 def _last_progress(details: Sequence[Any]) -> dict[str, Any] | None:
-    """The progress a tool last heartbeated (``activities.heartbeat``), if it was an object."""
+    """The progress a tool last heartbeated (``toolcalls.activities.heartbeat``), if it was an
+    object."""
     last = details[-1] if details else None
     return last if isinstance(last, dict) else None
 

@@ -32,20 +32,20 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from workflows.client_base import (
+from toolcalls.workflows.client_base import (
     ClientBase,
     Handle,
     Inline,
     pydantic_converter,
     with_pydantic_converter,
 )
-from workflows.client_inline import pending_calls
-from workflows.definitions import DefinitionsWorkflow
-from workflows.finished import list_finished
-from workflows.grant_client import list_grants, revoke_grant
-from workflows.grants import Grant, Revocation
-from workflows.limits import PayloadTooLarge, check_request
-from workflows.models import (
+from toolcalls.workflows.client_inline import pending_calls
+from toolcalls.workflows.definitions import DefinitionsWorkflow
+from toolcalls.workflows.finished import list_finished
+from toolcalls.workflows.grant_client import list_grants, revoke_grant
+from toolcalls.workflows.grants import Grant, Revocation
+from toolcalls.workflows.limits import PayloadTooLarge, check_request
+from toolcalls.workflows.models import (
     DEFAULT_TASK_QUEUE,
     MEMO_PENDING_APPROVAL,
     MEMO_PENDING_QUESTION,
@@ -63,8 +63,8 @@ from workflows.models import (
     ToolCallResult,
     UserQuestion,
 )
-from workflows.tool_call import ToolCallWorkflow
-from workflows.views import (
+from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.views import (
     CallConflict,
     CallNotFound,
     CallView,
@@ -131,9 +131,10 @@ class ToolCallClient(ClientBase):
         """Connect with the pydantic data converter every toolcalls payload needs.
 
         A deployment that encrypts or stores payloads passes its own converter, which keeps its
-        codec and store: ``data_converter=worker.payloads.converter.data_converter(config)``.
-        ``tracing=True`` adds the SDK's OpenTelemetry ``TracingInterceptor`` (the ``otel``
-        extra), so a trace runs from the application's span through the call.
+        codec and store:
+        ``data_converter=toolcalls.worker.payloads.converter.data_converter(config)``.
+        ``tracing=True`` adds the SDK's OpenTelemetry ``TracingInterceptor`` (the ``otel`` extra),
+        so a trace runs from the application's span through the call.
         """
         connect.setdefault("data_converter", pydantic_data_converter)
         if tracing:

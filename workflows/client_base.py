@@ -1,8 +1,8 @@
 """What every front's client does with a call once it exists: find a worker, decide, answer.
 
-``ClientBase`` is the part of ``ToolCallClient`` (``workflows.client``) that reaches one call:
-``decide`` uses the ``decide`` update when a worker serves the call (so a rejected decision comes
-back with the validator's reason) and the signal when none does (the decision is queued and
+``ClientBase`` is the part of ``ToolCallClient`` (``toolcalls.workflows.client``) that reaches one
+call: ``decide`` uses the ``decide`` update when a worker serves the call (so a rejected decision
+comes back with the validator's reason) and the signal when none does (the decision is queued and
 applied when a worker returns).
 """
 
@@ -32,7 +32,7 @@ from temporalio.converter import DataConverter
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from workflows.client_inline import (
+from toolcalls.workflows.client_inline import (
     CALL_ENDED,
     NO_ANSWER,
     InlineRef,
@@ -42,9 +42,9 @@ from workflows.client_inline import (
     signal_after_timeout,
     update_reason,
 )
-from workflows.deadlines import LATE_UPDATE, deliver_by_id
-from workflows.limits import check_payload
-from workflows.models import (
+from toolcalls.workflows.deadlines import LATE_UPDATE, deliver_by_id
+from toolcalls.workflows.limits import check_payload
+from toolcalls.workflows.models import (
     DEFAULT_TASK_QUEUE,
     MEMO_PENDING_APPROVAL,
     MEMO_PENDING_QUESTION,
@@ -60,8 +60,8 @@ from workflows.models import (
     UserAnswer,
     UserQuestion,
 )
-from workflows.tool_call import ToolCallWorkflow
-from workflows.views import (
+from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.views import (
     Delivery,
     NoPendingRequest,
     Outcome,

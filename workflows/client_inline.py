@@ -29,7 +29,7 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from workflows.inline_models import (
+from toolcalls.workflows.inline_models import (
     INLINE_ANSWER,
     INLINE_ANSWER_SIGNAL,
     INLINE_APPROVE,
@@ -45,7 +45,7 @@ from workflows.inline_models import (
     InlinePending,
     split_inline_id,
 )
-from workflows.models import (
+from toolcalls.workflows.models import (
     ApprovalDecision,
     ApprovalRecord,
     ApprovalRequest,
@@ -54,10 +54,17 @@ from workflows.models import (
     EditProposal,
     UserAnswer,
 )
-from workflows.views import CallNotFound, CallView, Delivery, NoPendingRequest, Outcome, PendingCall
+from toolcalls.workflows.views import (
+    CallNotFound,
+    CallView,
+    Delivery,
+    NoPendingRequest,
+    Outcome,
+    PendingCall,
+)
 
 if TYPE_CHECKING:
-    from workflows.client_base import ClientBase
+    from toolcalls.workflows.client_base import ClientBase
 
 CALL_ENDED = "the call has ended"
 PARENT_ENDED = "the call's parent workflow has ended"

@@ -1,8 +1,8 @@
 """Standing grants and notifications of ``ToolCallWorkflow``'s approval wait.
 
-``GrantsAndNotices`` is a part of the one workflow class (see ``workflows.call_base``): looking up
-a grant that approves a call, starting the grant a remembered decision asks for, and posting to
-the deployment's webhooks beside the wait.
+``GrantsAndNotices`` is a part of the one workflow class (see ``toolcalls.workflows.call_base``):
+looking up a grant that approves a call, starting the grant a remembered decision asks for, and
+posting to the deployment's webhooks beside the wait.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from temporalio.common import RetryPolicy, SearchAttributePair, TypedSearchAttri
 from temporalio.exceptions import ActivityError
 from temporalio.workflow import ParentClosePolicy
 
-from workflows.call_base import CallBase
-from workflows.grants import (
+from toolcalls.workflows.call_base import CallBase
+from toolcalls.workflows.grants import (
     FIND_GRANT_ACTIVITY,
     MEMO_GRANT,
     FoundGrant,
@@ -28,7 +28,7 @@ from workflows.grants import (
     grant_workflow_id,
     scope_key,
 )
-from workflows.models import (
+from toolcalls.workflows.models import (
     NOTIFY_ACTIVITY,
     SEARCH_GRANT_SCOPE,
     SEARCH_STATUS,
@@ -55,7 +55,7 @@ class GrantsAndNotices(CallBase):
     _notifications: list[asyncio.Task[None]]
     _notify_queue: str | None = None
     """The notification activity's task queue; ``None``: this workflow's own (the deployment's).
-    A call run inside another workflow (``workflows.inline``) names the deployment's."""
+    A call run inside another workflow (``toolcalls.workflows.inline``) names the deployment's."""
 
     # Grants ---------------------------------------------------------------------------------
 

@@ -33,10 +33,10 @@ from temporalio.exceptions import (
     TimeoutError as ActivityTimeoutError,
 )
 
-from workflows import policy
-from workflows.call_parts import _Ended
-from workflows.inline_models import InlinePending, inline_workflow_id
-from workflows.models import (
+from toolcalls.workflows import policy
+from toolcalls.workflows.call_parts import _Ended
+from toolcalls.workflows.inline_models import InlinePending, inline_workflow_id
+from toolcalls.workflows.models import (
     PLAN_ACTIVITY,
     CallPlan,
     CallStatus,
@@ -52,7 +52,7 @@ from workflows.models import (
     ToolCallResult,
     ToolError,
 )
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 PLAN_START_TIMEOUT = timedelta(seconds=30)
 """How long an inline plan may wait for a deployment worker: then the tool is unavailable."""

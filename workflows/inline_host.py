@@ -21,8 +21,8 @@ from typing import Any, TypeVar, cast
 from pydantic import BaseModel
 from temporalio import workflow
 
-from workflows.inline import InlineCall
-from workflows.inline_models import (
+from toolcalls.workflows.inline import InlineCall
+from toolcalls.workflows.inline_models import (
     INLINE_ANSWER,
     INLINE_ANSWER_SIGNAL,
     INLINE_APPROVE,
@@ -36,8 +36,8 @@ from workflows.inline_models import (
     InlineEdit,
     InlinePending,
 )
-from workflows.limits import encoded_size
-from workflows.models import (
+from toolcalls.workflows.limits import encoded_size
+from toolcalls.workflows.models import (
     SEARCH_INLINE_WAITING,
     ApprovalDecision,
     ApprovalRecord,

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from workflows.models import (
+from toolcalls.workflows.models import (
     ApprovalDecision,
     ApprovalRequest,
     DecisionInput,

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio.common import SearchAttributeKey
 
-from workflows.approval_models import (
+from toolcalls.workflows.approval_models import (
     MAX_APPROVER_CHARS as MAX_APPROVER_CHARS,
     MAX_REASON_CHARS as MAX_REASON_CHARS,
     ApprovalDecision as ApprovalDecision,
@@ -33,7 +33,7 @@ from workflows.approval_models import (
 WORKFLOW_NAME = "ToolCallWorkflow"
 PLAN_ACTIVITY = "toolcalls.plan"
 """The plan local activity; besides it the workflow knows tool names, ``NOTIFY_ACTIVITY`` and the
-grant lookup (``workflows.grants``)."""
+grant lookup (``toolcalls.workflows.grants``)."""
 NOTIFY_ACTIVITY = "toolcalls.notify"
 DEFINITIONS_ACTIVITY = "toolcalls.definitions"
 DEFINITIONS_WORKFLOW = "ToolDefinitions"
@@ -50,9 +50,11 @@ SEARCH_STATUS = SearchAttributeKey.for_keyword("ToolCallStatus")
 SEARCH_TOOL = SearchAttributeKey.for_keyword("ToolName")
 SEARCH_CAPABILITIES = SearchAttributeKey.for_keyword_list("ToolCapabilities")
 SEARCH_GRANT_SCOPE = SearchAttributeKey.for_keyword("ToolCallGrantScope")
-"""Of a standing grant (``workflows.grants``): ``deployment`` or ``parent:<workflow id>``."""
+"""Of a standing grant (``toolcalls.workflows.grants``): ``deployment`` or ``parent:<workflow
+id>``."""
 SEARCH_INLINE_WAITING = SearchAttributeKey.for_int("ToolCallsWaiting")
-"""Of a parent workflow: how many of its inline calls wait for a human (``workflows.inline``)."""
+"""Of a parent workflow: how many of its inline calls wait for a human
+(``toolcalls.workflows.inline``)."""
 SEARCH_ATTRIBUTES = (
     SEARCH_STATUS,
     SEARCH_TOOL,
@@ -147,7 +149,7 @@ class CapabilityPolicy(_Model):
     A rule key is a capability (``filesystem.write``) or a prefix rule (``filesystem.*``). The most
     specific matching rule decides a capability; ``default_effect`` decides the rest. ``tools``
     adds an effect for a tool by name, which is how a tool without capabilities (``calculator``)
-    can be made to require approval. See ``workflows.policy`` for how policies combine.
+    can be made to require approval. See ``toolcalls.workflows.policy`` for how policies combine.
     """
 
     rules: dict[str, Effect] = Field(default_factory=dict)
@@ -241,7 +243,7 @@ class PlanInput(_Model):
 class InlineAttestation(_Model):
     """The deployment's word, from the plan, that it planned one call for one workflow run: a MAC
     over the namespace, workflow id, run id, call id, digest and visible tools, under one of the
-    deployment's ``[inline]`` keys (``activities.inline``)."""
+    deployment's ``[inline]`` keys (``toolcalls.activities.inline``)."""
 
     key_id: str
     signature: str

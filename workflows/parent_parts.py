@@ -1,5 +1,5 @@
-"""What ``ToolCalls`` (``workflows.parent``) keeps beside its calls: each call's turn in the
-budget's order, the calls made so far, and the results it makes itself, for a call that ended
+"""What ``ToolCalls`` (``toolcalls.workflows.parent``) keeps beside its calls: each call's turn in
+the budget's order, the calls made so far, and the results it makes itself, for a call that ended
 without (or beyond) its child or inline run."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from temporalio.exceptions import (
     TimeoutError as TemporalTimeoutError,
 )
 
-from workflows.models import (
+from toolcalls.workflows.models import (
     CallEvent,
     CallStatus,
     ErrorCode,

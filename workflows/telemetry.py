@@ -24,7 +24,7 @@ from typing import Any
 
 from temporalio import workflow
 
-from workflows.models import ApprovalRecord, CallPlan, ErrorCode, ToolCallResult
+from toolcalls.workflows.models import ApprovalRecord, CallPlan, ErrorCode, ToolCallResult
 
 try:
     from temporalio.contrib.opentelemetry import TracingWorkflowInboundInterceptor

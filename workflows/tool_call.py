@@ -16,11 +16,11 @@ from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError, CancelledError
 
-from workflows import policy, telemetry
-from workflows.approval_flow import ApprovalFlow
-from workflows.call_parts import _STATUS_FOR_CODE, _Ended
-from workflows.deadlines import refuse_late
-from workflows.models import (
+from toolcalls.workflows import policy, telemetry
+from toolcalls.workflows.approval_flow import ApprovalFlow
+from toolcalls.workflows.call_parts import _STATUS_FOR_CODE, _Ended
+from toolcalls.workflows.deadlines import refuse_late
+from toolcalls.workflows.models import (
     MAX_ANSWER_CHARS,
     MEMO_PENDING_QUESTION,
     WORKFLOW_NAME,

@@ -10,8 +10,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 from temporalio.client import WorkflowHandle
 
-from workflows.limits import PayloadTooLarge
-from workflows.models import (
+from toolcalls.workflows.limits import PayloadTooLarge
+from toolcalls.workflows.models import (
     ApprovalRecord,
     ApprovalRequest,
     AskUserOutput,

@@ -5,10 +5,10 @@ service, named in ``[calendar] backend = "module:attribute"``. The tools talk to
 (the built-in Google, Outlook and CalDAV ones, and such an adapter) through ``Backend``: the
 checked interval, the backend's own continuation, and a creation identity.
 
-A backend reports what went wrong by raising the tool error itself (``activities.errors``):
-the built-in ones through ``activities.network.service.service_failure``; an adapter may raise
-``tool_error`` too, and any other exception it raises is reported by its type only (its text
-may hold a remote answer).
+A backend reports what went wrong by raising the tool error itself
+(``toolcalls.activities.errors``): the built-in ones through
+``toolcalls.activities.network.service.service_failure``; an adapter may raise ``tool_error`` too,
+and any other exception it raises is reported by its type only (its text may hold a remote answer).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from temporalio.exceptions import ApplicationError
 
-from activities.errors import tool_error
-from activities.storage.values import ValueProblem, check_value
-from workflows.models import ErrorCode
+from toolcalls.activities.errors import tool_error
+from toolcalls.activities.storage.values import ValueProblem, check_value
+from toolcalls.workflows.models import ErrorCode
 
 
 @runtime_checkable

@@ -24,7 +24,7 @@ from defusedxml import DefusedXmlException  # type: ignore[import-untyped]
 from defusedxml.ElementTree import ParseError, fromstring  # type: ignore[import-untyped]
 from icalendar import Calendar, Event
 
-from activities.calendar.backend import (
+from toolcalls.activities.calendar.backend import (
     Created,
     NewEvent,
     Page,
@@ -33,17 +33,17 @@ from activities.calendar.backend import (
     another_event,
     same_event,
 )
-from activities.calendar.settings import CalendarSettings
-from activities.errors import tool_error
-from activities.network.guard import NetworkError
-from activities.network.service import (
+from toolcalls.activities.calendar.settings import CalendarSettings
+from toolcalls.activities.errors import tool_error
+from toolcalls.activities.network.guard import NetworkError
+from toolcalls.activities.network.service import (
     ServiceAnswerError,
     ServiceClient,
     ServiceError,
     ServiceStatusError,
     service_failure,
 )
-from workflows.models import ErrorCode
+from toolcalls.workflows.models import ErrorCode
 
 SERVICE = "caldav server"
 NOT_FOUND = "check calendar.url: the collection does not exist"

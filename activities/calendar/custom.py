@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from temporalio.exceptions import ApplicationError
 
-from activities.calendar.backend import (
+from toolcalls.activities.calendar.backend import (
     AnswerProblem,
     CalendarBackend,
     Created,
@@ -25,8 +25,8 @@ from activities.calendar.backend import (
     check_created,
     check_page,
 )
-from activities.errors import tool_error
-from workflows.models import ErrorCode
+from toolcalls.activities.errors import tool_error
+from toolcalls.workflows.models import ErrorCode
 
 T = TypeVar("T")
 _KNOWN_CODES = frozenset(code.value for code in ErrorCode)

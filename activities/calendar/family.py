@@ -10,18 +10,22 @@ from datetime import timedelta
 
 from pydantic import Field
 
-from activities.calendar.backend import BackendLoadError, load_backend
-from activities.calendar.models import (
+from toolcalls.activities.calendar.backend import BackendLoadError, load_backend
+from toolcalls.activities.calendar.models import (
     CreateCalendarEventArgs,
     CreateCalendarEventResult,
     ListCalendarEventsArgs,
     ListCalendarEventsResult,
 )
-from activities.calendar.settings import BUILTIN_BACKENDS, MAX_TIMEOUT_SECONDS, CalendarSettings
-from activities.calendar.tools import CalendarTools
-from activities.catalog import Timeouts, ToolSpec
-from activities.family import Deployment, Extra, Family, FamilySettings, Resources, needs
-from workflows.models import SideEffect
+from toolcalls.activities.calendar.settings import (
+    BUILTIN_BACKENDS,
+    MAX_TIMEOUT_SECONDS,
+    CalendarSettings,
+)
+from toolcalls.activities.calendar.tools import CalendarTools
+from toolcalls.activities.catalog import Timeouts, ToolSpec
+from toolcalls.activities.family import Deployment, Extra, Family, FamilySettings, Resources, needs
+from toolcalls.workflows.models import SideEffect
 
 EXECUTION_MARGIN = timedelta(seconds=10)
 """Past the operation's own bound (``timeout_seconds``): reading the credential, parsing, and
@@ -85,8 +89,8 @@ CALENDAR_TOOLS: tuple[ToolSpec, ...] = (
         implementation=CalendarTools,
     ),
 )
-"""``list_calendar_events`` and ``create_calendar_event`` (``activities.calendar``), declared
-with the longest operation a deployment may allow; ``_advertise`` gives them its own."""
+"""``list_calendar_events`` and ``create_calendar_event`` (``toolcalls.activities.calendar``),
+declared with the longest operation a deployment may allow; ``_advertise`` gives them its own."""
 
 
 class CalendarFamilySettings(FamilySettings):

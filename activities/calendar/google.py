@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from activities.calendar.backend import (
+from toolcalls.activities.calendar.backend import (
     Created,
     NewEvent,
     Page,
@@ -23,9 +23,9 @@ from activities.calendar.backend import (
     deleted_event,
     same_event,
 )
-from activities.calendar.settings import DEFAULT_GOOGLE_CALENDAR, CalendarSettings
-from activities.network.guard import NetworkError
-from activities.network.service import (
+from toolcalls.activities.calendar.settings import DEFAULT_GOOGLE_CALENDAR, CalendarSettings
+from toolcalls.activities.network.guard import NetworkError
+from toolcalls.activities.network.service import (
     ServiceAnswerError,
     ServiceClient,
     ServiceError,

@@ -14,8 +14,13 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, JsonValue, ValidationInfo, field_validator
 
-from activities.base import ToolArgs, ToolResult
-from activities.calendar.tokens import MAX_PAGE_TOKEN_CHARS, BadPageToken, PageToken, window_digest
+from toolcalls.activities.base import ToolArgs, ToolResult
+from toolcalls.activities.calendar.tokens import (
+    MAX_PAGE_TOKEN_CHARS,
+    BadPageToken,
+    PageToken,
+    window_digest,
+)
 
 MAX_TITLE_CHARS = 1_000
 MAX_DESCRIPTION_CHARS = 8_000

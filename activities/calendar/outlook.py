@@ -17,11 +17,11 @@ from urllib.parse import quote
 
 import httpx
 
-from activities.calendar.backend import Created, NewEvent, Page, Target, Window
-from activities.calendar.settings import DEFAULT_OUTLOOK_USER, CalendarSettings
-from activities.errors import tool_error
-from activities.network.guard import NetworkError
-from activities.network.service import (
+from toolcalls.activities.calendar.backend import Created, NewEvent, Page, Target, Window
+from toolcalls.activities.calendar.settings import DEFAULT_OUTLOOK_USER, CalendarSettings
+from toolcalls.activities.errors import tool_error
+from toolcalls.activities.network.guard import NetworkError
+from toolcalls.activities.network.service import (
     LinkRefused,
     ServiceAnswerError,
     ServiceClient,
@@ -29,7 +29,7 @@ from activities.network.service import (
     continuation,
     service_failure,
 )
-from workflows.models import ErrorCode
+from toolcalls.workflows.models import ErrorCode
 
 GRAPH_API = "https://graph.microsoft.com/v1.0"
 SERVICE = "microsoft graph"

@@ -5,9 +5,9 @@ backend; nothing the model says chooses the account, the calendar or the host. E
 is bounded by ``timeout_seconds`` as a whole and heartbeats, so cancellation reaches it.
 
 A creation is made under an identity derived from the call's idempotency key
-(``activities.calendar.tokens.creation_id``); the approval preview shows it, the first heartbeat
-reports it before anything is sent (a lost worker's ``uncertain`` result carries it), and the
-result holds it, so whoever must check whether the event exists knows what to look for.
+(``toolcalls.activities.calendar.tokens.creation_id``); the approval preview shows it, the first
+heartbeat reports it before anything is sent (a lost worker's ``uncertain`` result carries it), and
+the result holds it, so whoever must check whether the event exists knows what to look for.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from typing import Any, TypeVar
 
 import certifi
 
-from activities.base import CallContext
-from activities.calendar.backend import Backend, NewEvent, Window, load_backend
-from activities.calendar.custom import CustomCalendar
-from activities.calendar.google import GoogleCalendar
-from activities.calendar.models import (
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.calendar.backend import Backend, NewEvent, Window, load_backend
+from toolcalls.activities.calendar.custom import CustomCalendar
+from toolcalls.activities.calendar.google import GoogleCalendar
+from toolcalls.activities.calendar.models import (
     CreateCalendarEventArgs,
     CreateCalendarEventResult,
     ListCalendarEventsArgs,
@@ -32,13 +32,13 @@ from activities.calendar.models import (
     parse_timestamp,
     utc_text,
 )
-from activities.calendar.outlook import OutlookCalendar
-from activities.calendar.settings import CalendarSettings
-from activities.calendar.tokens import PageToken, creation_id, scope_digest, window_digest
-from activities.errors import tool_error
-from activities.heartbeat import Heartbeat
-from activities.network.guard import NetworkGuard
-from activities.network.service import (
+from toolcalls.activities.calendar.outlook import OutlookCalendar
+from toolcalls.activities.calendar.settings import CalendarSettings
+from toolcalls.activities.calendar.tokens import PageToken, creation_id, scope_digest, window_digest
+from toolcalls.activities.errors import tool_error
+from toolcalls.activities.heartbeat import Heartbeat
+from toolcalls.activities.network.guard import NetworkGuard
+from toolcalls.activities.network.service import (
     CredentialError,
     Secret,
     ServiceClient,
@@ -46,7 +46,7 @@ from activities.network.service import (
     bearer_token,
     service_guard,
 )
-from workflows.models import ErrorCode, Prepared, PreviewArtifact
+from toolcalls.workflows.models import ErrorCode, Prepared, PreviewArtifact
 
 LIST = "list_calendar_events"
 CREATE = "create_calendar_event"
@@ -271,7 +271,7 @@ def make_backend(
             else OutlookCalendar(settings, client)
         )
     if kind == "caldav":
-        from activities.calendar.caldav import CalDAVCalendar  # the integrations extra
+        from toolcalls.activities.calendar.caldav import CalDAVCalendar  # the integrations extra
 
         assert secret is not None
         if settings.url is None or settings.username is None:

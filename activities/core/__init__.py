@@ -1,5 +1,5 @@
 """The core tools, which need no configuration: arithmetic, the clock and questions."""
 
-from activities.core.family import CORE, CORE_TOOLS
+from toolcalls.activities.core.family import CORE, CORE_TOOLS
 
 __all__ = ["CORE", "CORE_TOOLS"]

@@ -18,9 +18,9 @@ from collections.abc import Callable
 
 from pydantic import Field, field_validator
 
-from activities.base import CallContext, ToolArgs, ToolResult
-from activities.errors import tool_error
-from workflows.models import ErrorCode
+from toolcalls.activities.base import CallContext, ToolArgs, ToolResult
+from toolcalls.activities.errors import tool_error
+from toolcalls.workflows.models import ErrorCode
 
 MAX_EXPRESSION_CHARS = 256
 MAX_NODES = 128

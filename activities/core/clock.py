@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from pydantic import Field, field_validator
 
-from activities.base import CallContext, ToolArgs, ToolResult
+from toolcalls.activities.base import CallContext, ToolArgs, ToolResult
 
 MAX_TIMEZONE_CHARS = 100
 _ZONE_NAME = re.compile(r"[A-Za-z0-9_+\-]+(/[A-Za-z0-9_+\-]+)*")

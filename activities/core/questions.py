@@ -1,16 +1,16 @@
 """``ask_user``: the arguments of a question the workflow itself asks and waits on, durably.
 
 There is no activity: ``ToolCallWorkflow`` publishes the question and waits for an answer (an
-update or a signal). The limits are the spec's and live in ``workflows.models`` because the
-workflow enforces the answer's.
+update or a signal). The limits are the spec's and live in ``toolcalls.workflows.models`` because
+the workflow enforces the answer's.
 """
 
 from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from activities.base import ToolArgs
-from workflows.models import MAX_OPTION_CHARS, MAX_OPTIONS, MAX_QUESTION_CHARS
+from toolcalls.activities.base import ToolArgs
+from toolcalls.workflows.models import MAX_OPTION_CHARS, MAX_OPTIONS, MAX_QUESTION_CHARS
 
 
 class AskUserArgs(ToolArgs):

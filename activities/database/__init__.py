@@ -7,10 +7,10 @@
 allows only reads and listed functions, runtime limits), killed at its deadline.
 """
 
-from activities.database.backend import DatabaseBackend
-from activities.database.family import DATABASE, DATABASE_TOOLS
-from activities.database.sqlite import SQLiteDatabase
-from activities.database.tools import DatabaseTools
+from toolcalls.activities.database.backend import DatabaseBackend
+from toolcalls.activities.database.family import DATABASE, DATABASE_TOOLS
+from toolcalls.activities.database.sqlite import SQLiteDatabase
+from toolcalls.activities.database.tools import DatabaseTools
 
 __all__ = [
     "DATABASE",

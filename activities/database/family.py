@@ -8,17 +8,17 @@ from datetime import timedelta
 
 from pydantic import Field
 
-from activities.catalog import Timeouts, ToolSpec
-from activities.database.settings import DatabaseSettings
-from activities.database.tools import (
+from toolcalls.activities.catalog import Timeouts, ToolSpec
+from toolcalls.activities.database.settings import DatabaseSettings
+from toolcalls.activities.database.tools import (
     DatabaseSchemaArgs,
     DatabaseSchemaResult,
     DatabaseTools,
     QueryDatabaseArgs,
     QueryDatabaseResult,
 )
-from activities.family import Deployment, Family, FamilySettings, Resources, needs
-from workflows.models import SideEffect
+from toolcalls.activities.family import Deployment, Family, FamilySettings, Resources, needs
+from toolcalls.workflows.models import SideEffect
 
 _DATABASE_TIMEOUTS = Timeouts(start_to_close=timedelta(seconds=30), heartbeat=timedelta(seconds=10))
 """``database_tools(timeout_seconds=30)`` (spec); the backend's own deadline (5 s by default, at
@@ -57,7 +57,7 @@ DATABASE_TOOLS: tuple[ToolSpec, ...] = (
         implementation=DatabaseTools,
     ),
 )
-"""``database_schema`` and ``query_database`` (``activities.database``)."""
+"""``database_schema`` and ``query_database`` (``toolcalls.activities.database``)."""
 
 
 class DatabaseFamilySettings(FamilySettings):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.limits import MAX_STORED_RESULT_BYTES
+from toolcalls.activities.limits import MAX_STORED_RESULT_BYTES
 
 DEFAULT_TIMEOUT_SECONDS = 5.0
 """``SQLiteDatabase(timeout_seconds=5)`` (spec): the deadline of one query or schema read."""

@@ -25,9 +25,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from activities.child_process import collect, ended, kill
-from activities.database import reader
-from activities.database.backend import (
+from toolcalls.activities.child_process import collect, ended, kill
+from toolcalls.activities.database import reader
+from toolcalls.activities.database.backend import (
     DatabaseBusy,
     DatabaseError,
     DatabaseUnavailable,
@@ -36,12 +36,12 @@ from activities.database.backend import (
     QueryTimedOut,
     ValueTooLarge,
 )
-from activities.database.settings import (
+from toolcalls.activities.database.settings import (
     DEFAULT_MAX_RESULT_BYTES,
     DEFAULT_MAX_TABLES,
     DEFAULT_TIMEOUT_SECONDS,
 )
-from activities.processes.runner import spawn
+from toolcalls.activities.processes.runner import spawn
 
 READER_SCRIPT = reader.__file__
 BUSY_TIMEOUT_SECONDS = 2.0

@@ -17,8 +17,8 @@ from typing import Annotated, Any
 import pydantic_core
 from pydantic import Field, JsonValue, ValidationError, WithJsonSchema, field_validator
 
-from activities.base import CallContext, ToolArgs, ToolResult
-from activities.database.backend import (
+from toolcalls.activities.base import CallContext, ToolArgs, ToolResult
+from toolcalls.activities.database.backend import (
     DatabaseBackend,
     DatabaseBusy,
     DatabaseError,
@@ -27,11 +27,11 @@ from activities.database.backend import (
     QueryTimedOut,
     ValueTooLarge,
 )
-from activities.database.settings import DatabaseSettings
-from activities.database.sqlite import SQLiteDatabase
-from activities.errors import tool_error
-from activities.heartbeat import Heartbeat
-from workflows.models import ErrorCode, Prepared, PreviewArtifact
+from toolcalls.activities.database.settings import DatabaseSettings
+from toolcalls.activities.database.sqlite import SQLiteDatabase
+from toolcalls.activities.errors import tool_error
+from toolcalls.activities.heartbeat import Heartbeat
+from toolcalls.workflows.models import ErrorCode, Prepared, PreviewArtifact
 
 DEFAULT_MAX_ROWS = 100
 MAX_ROWS = 1_000

@@ -1,5 +1,5 @@
 """Progressive discovery: ``search_tools`` and ``read_tool`` over the tools a call may use."""
 
-from activities.discovery.family import DISCOVERY, DISCOVERY_TOOLS
+from toolcalls.activities.discovery.family import DISCOVERY, DISCOVERY_TOOLS
 
 __all__ = ["DISCOVERY", "DISCOVERY_TOOLS"]

@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import timedelta
 
-from activities.catalog import Timeouts, ToolSpec
-from activities.discovery.tools import (
+from toolcalls.activities.catalog import Timeouts, ToolSpec
+from toolcalls.activities.discovery.tools import (
     DiscoveryTools,
     ReadToolArgs,
     ReadToolResult,
     SearchToolsArgs,
     SearchToolsResult,
 )
-from activities.family import Family, NoSettings, Resources
-from workflows.models import SideEffect
+from toolcalls.activities.family import Family, NoSettings, Resources
+from toolcalls.workflows.models import SideEffect
 
 DISCOVERY_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from activities.base import CallContext, ToolArgs, ToolResult
-from activities.catalog import Catalog, ToolSpec
-from activities.definitions import DefinitionFormat, capability_sets, definition, summary
-from activities.errors import tool_error
-from workflows.models import ErrorCode
+from toolcalls.activities.base import CallContext, ToolArgs, ToolResult
+from toolcalls.activities.catalog import Catalog, ToolSpec
+from toolcalls.activities.definitions import DefinitionFormat, capability_sets, definition, summary
+from toolcalls.activities.errors import tool_error
+from toolcalls.workflows.models import ErrorCode
 
 MAX_QUERY_CHARS = 200
 MAX_RESULTS = 50

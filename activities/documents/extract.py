@@ -56,7 +56,7 @@ def _sibling(name: str) -> ModuleType:
 
 
 if TYPE_CHECKING or __package__:  # imported by the worker (its tools, its tests)
-    from activities.documents import extraction
+    from toolcalls.activities.documents import extraction
 else:  # the parser process
     extraction = _sibling("extraction")
 

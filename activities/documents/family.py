@@ -8,23 +8,23 @@ from datetime import timedelta
 
 from pydantic import Field
 
-from activities.catalog import Timeouts, ToolSpec
-from activities.documents.models import (
+from toolcalls.activities.catalog import Timeouts, ToolSpec
+from toolcalls.activities.documents.models import (
     ReadDocumentArgs,
     ReadDocumentResult,
     SearchDocumentArgs,
     SearchDocumentResult,
 )
-from activities.documents.settings import (
+from toolcalls.activities.documents.settings import (
     MAX_OUTPUT_CHARS_CEILING,
     DocumentSettings,
     output_chars_ceiling,
 )
-from activities.documents.tools import EXTRA, PARSER_REPORT_MARGIN, DocumentTools
-from activities.family import Deployment, Family, FamilySettings, Resources
-from activities.files.paths import Roots
-from activities.files.settings import roots_problems
-from workflows.models import SideEffect
+from toolcalls.activities.documents.tools import EXTRA, PARSER_REPORT_MARGIN, DocumentTools
+from toolcalls.activities.family import Deployment, Family, FamilySettings, Resources
+from toolcalls.activities.files.paths import Roots
+from toolcalls.activities.files.settings import roots_problems
+from toolcalls.workflows.models import SideEffect
 
 _DOCUMENT_TIMEOUTS = Timeouts(start_to_close=timedelta(seconds=60), heartbeat=timedelta(seconds=10))
 """Opening and checking the file (8 MiB), the parser process's start, its time (30 s by default,

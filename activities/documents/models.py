@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from activities.base import ToolArgs, ToolResult
-from activities.files.paths import lexical_path
+from toolcalls.activities.base import ToolArgs, ToolResult
+from toolcalls.activities.files.paths import lexical_path
 
 MAX_PATH_CHARS = 4_096
 MAX_QUERY_CHARS = 1_000

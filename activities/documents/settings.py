@@ -7,8 +7,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from activities.files.names import portable_root
-from activities.limits import MAX_PAYLOAD_BYTES, output_bytes
+from toolcalls.activities.files.names import portable_root
+from toolcalls.activities.limits import MAX_PAYLOAD_BYTES, output_bytes
 
 MAX_FILE_BYTES = 8_388_608
 """The spec's ``max_file_bytes``: larger files are refused before anything parses them."""

@@ -28,10 +28,10 @@ from typing import Any
 from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
 
-from activities.base import CallContext
-from activities.child_process import collect, ended
-from activities.documents import extract, extraction
-from activities.documents.models import (
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.child_process import collect, ended
+from toolcalls.activities.documents import extract, extraction
+from toolcalls.activities.documents.models import (
     DocumentMatch,
     ReadDocumentArgs,
     ReadDocumentResult,
@@ -39,16 +39,16 @@ from activities.documents.models import (
     SearchDocumentResult,
     Section,
 )
-from activities.documents.settings import DocumentSettings
-from activities.documents.warm import WarmParsers
-from activities.errors import tool_error
-from activities.family import Extra
-from activities.files.paths import Located, PathError, Roots, regular_file
-from activities.files.reading import path_failure, refused
-from activities.heartbeat import Heartbeat
-from activities.limits import MAX_PAYLOAD_BYTES, output_bytes
-from activities.processes.runner import budget_left
-from workflows.models import ErrorCode
+from toolcalls.activities.documents.settings import DocumentSettings
+from toolcalls.activities.documents.warm import WarmParsers
+from toolcalls.activities.errors import tool_error
+from toolcalls.activities.family import Extra
+from toolcalls.activities.files.paths import Located, PathError, Roots, regular_file
+from toolcalls.activities.files.reading import path_failure, refused
+from toolcalls.activities.heartbeat import Heartbeat
+from toolcalls.activities.limits import MAX_PAYLOAD_BYTES, output_bytes
+from toolcalls.activities.processes.runner import budget_left
+from toolcalls.workflows.models import ErrorCode
 
 PARSER_SCRIPT = extract.__file__
 MAX_PARSER_OUTPUT_BYTES = 4 * 1024 * 1024

@@ -26,8 +26,8 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from activities.child_process import kill, signal_group
-from activities.processes.runner import spawn
+from toolcalls.activities.child_process import kill, signal_group
+from toolcalls.activities.processes.runner import spawn
 
 log = logging.getLogger(__name__)
 

@@ -6,11 +6,11 @@ nothing the plan has not (``models``, ``compose``) and maps the backend's errors
 and ``smtp`` the standard-protocol backend; ``mime`` what a read returns from a MIME message.
 """
 
-from activities.email.backend import EmailBackend
-from activities.email.compose import message_id_for
-from activities.email.family import EMAIL, EMAIL_TOOLS
-from activities.email.imap import IMAPEmail
-from activities.email.tools import EmailTools
+from toolcalls.activities.email.backend import EmailBackend
+from toolcalls.activities.email.compose import message_id_for
+from toolcalls.activities.email.family import EMAIL, EMAIL_TOOLS
+from toolcalls.activities.email.imap import IMAPEmail
+from toolcalls.activities.email.tools import EmailTools
 
 __all__ = [
     "EMAIL",

@@ -14,7 +14,7 @@ and safe to show: no secret, no private server text.
     │                         that will not do TLS, a certificate that does not verify
     ├── MailUnavailable       the service could not be reached for now; nothing was written
     ├── MailTimeout           reached, but no answer in time; nothing was written
-    ├── MailServiceFailure    a service API request failed (``activities.network.service``
+    ├── MailServiceFailure    a service API request failed (``toolcalls.activities.network.service``
     │                         charges it: a status, an outage, a response over the cap)
     ├── MailUncertain         a write may have happened: inspect before sending again
     └── MailRefused           a send no recipient was accepted for (``result`` says why)
@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol, runtime_checkable
 
-from activities.network.failures import NetworkError
-from activities.network.service import ServiceError
+from toolcalls.activities.network.failures import NetworkError
+from toolcalls.activities.network.service import ServiceError
 
 
 @runtime_checkable
@@ -95,7 +95,7 @@ class MailTimeout(MailBackendError):
 
 class MailServiceFailure(MailBackendError):
     """A request to a service API failed; ``cause`` is the service client's error, which
-    ``activities.network.service.service_failure`` turns into the tool's error."""
+    ``toolcalls.activities.network.service.service_failure`` turns into the tool's error."""
 
     def __init__(self, service: str, cause: ServiceError | NetworkError) -> None:
         super().__init__(f"{service}: {cause.reason}")

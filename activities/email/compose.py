@@ -17,8 +17,8 @@ from email import policy
 from email.message import EmailMessage
 from email.utils import format_datetime
 
-from activities.email.backend import MailTooLarge
-from activities.email.settings import BARE_ADDRESS
+from toolcalls.activities.email.backend import MailTooLarge
+from toolcalls.activities.email.settings import BARE_ADDRESS
 
 MAX_RECIPIENTS = 50
 MAX_SUBJECT_CHARS = 1_000

@@ -14,13 +14,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from activities.email.backend import (
+from toolcalls.activities.email.backend import (
     MailBackendError,
     MailConfiguration,
     MailTimeout,
     MailUnavailable,
 )
-from activities.network.failures import (
+from toolcalls.activities.network.failures import (
     NoSuchHost,
     TransportFailed,
     _chain,

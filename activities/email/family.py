@@ -14,11 +14,11 @@ from typing import Any
 
 from pydantic import Field
 
-from activities.catalog import Timeouts, ToolSpec
-from activities.email.backend import EmailBackend, load_factory
-from activities.email.gmail import Gmail
-from activities.email.imap import IMAPEmail
-from activities.email.models import (
+from toolcalls.activities.catalog import Timeouts, ToolSpec
+from toolcalls.activities.email.backend import EmailBackend, load_factory
+from toolcalls.activities.email.gmail import Gmail
+from toolcalls.activities.email.imap import IMAPEmail
+from toolcalls.activities.email.models import (
     MAX_RESULTS,
     CreateEmailDraftArgs,
     CreateEmailDraftResult,
@@ -29,12 +29,12 @@ from activities.email.models import (
     SendEmailArgs,
     SendEmailResult,
 )
-from activities.email.outlook import OutlookEmail
-from activities.email.service_api import credential_problem
-from activities.email.settings import MAX_TIMEOUT_SECONDS, EmailSettings
-from activities.email.tools import EmailTools
-from activities.family import Deployment, Extra, Family, FamilySettings, Resources, needs
-from workflows.models import SideEffect
+from toolcalls.activities.email.outlook import OutlookEmail
+from toolcalls.activities.email.service_api import credential_problem
+from toolcalls.activities.email.settings import MAX_TIMEOUT_SECONDS, EmailSettings
+from toolcalls.activities.email.tools import EmailTools
+from toolcalls.activities.family import Deployment, Extra, Family, FamilySettings, Resources, needs
+from toolcalls.workflows.models import SideEffect
 
 EXECUTION_MARGIN = timedelta(seconds=10)
 """Past the operation's own deadline: reading the secret, parsing, reporting."""
@@ -114,7 +114,7 @@ EMAIL_TOOLS: tuple[ToolSpec, ...] = (
         implementation=EmailTools,
     ),
 )
-"""The email tools (``activities.email.tools``)."""
+"""The email tools (``toolcalls.activities.email.tools``)."""
 
 
 COMPOSE_TOOLS = ("create_email_draft", "send_email")

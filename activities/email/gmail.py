@@ -20,13 +20,24 @@ from email.message import Message
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from activities.email import mime
-from activities.email.backend import MailBackendError, MailConfiguration, MailRejected, write_point
-from activities.email.compose import build_message, check_size
-from activities.email.mail_ids import query_tag
-from activities.email.service_api import field, json_object, objects, request, service_client
-from activities.email.settings import EmailSettings
-from activities.network.guard import NetworkGuard
+from toolcalls.activities.email import mime
+from toolcalls.activities.email.backend import (
+    MailBackendError,
+    MailConfiguration,
+    MailRejected,
+    write_point,
+)
+from toolcalls.activities.email.compose import build_message, check_size
+from toolcalls.activities.email.mail_ids import query_tag
+from toolcalls.activities.email.service_api import (
+    field,
+    json_object,
+    objects,
+    request,
+    service_client,
+)
+from toolcalls.activities.email.settings import EmailSettings
+from toolcalls.activities.network.guard import NetworkGuard
 
 API = "https://gmail.googleapis.com/gmail/v1/users"
 QUERY_HELP = (

@@ -23,8 +23,8 @@ from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from activities.email import mime
-from activities.email.backend import (
+from toolcalls.activities.email import mime
+from toolcalls.activities.email.backend import (
     MailBackendError,
     MailConfiguration,
     MailNotFound,
@@ -34,17 +34,17 @@ from activities.email.backend import (
     MailUncertain,
     write_point,
 )
-from activities.email.compose import build_message, check_size
-from activities.email.connect import (
+from toolcalls.activities.email.compose import build_message, check_size
+from toolcalls.activities.email.connect import (
     connection_failures,
     session_failures,
     socket_timeout,
     tls_context,
 )
-from activities.email.mail_ids import Folder, account_tag
-from activities.email.secrets import read_secret
-from activities.email.settings import EmailSettings
-from activities.email.smtp import submit
+from toolcalls.activities.email.mail_ids import Folder, account_tag
+from toolcalls.activities.email.secrets import read_secret
+from toolcalls.activities.email.settings import EmailSettings
+from toolcalls.activities.email.smtp import submit
 
 T = TypeVar("T")
 

@@ -17,7 +17,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from activities.email.backend import MailRejected
+from toolcalls.activities.email.backend import MailRejected
 
 ACCOUNT_HEX = 16
 QUERY_HEX = 12

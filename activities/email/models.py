@@ -11,8 +11,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, JsonValue
 
-from activities.base import ToolArgs, ToolResult
-from activities.email.compose import (
+from toolcalls.activities.base import ToolArgs, ToolResult
+from toolcalls.activities.email.compose import (
     MAX_BODY_CHARS,
     MAX_RECIPIENTS,
     MAX_SUBJECT_CHARS,

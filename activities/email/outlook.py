@@ -18,13 +18,19 @@ from urllib.parse import quote
 
 import httpx
 
-from activities.email import mime
-from activities.email.backend import MailRejected, MailServiceFailure, write_point
-from activities.email.compose import check_size
-from activities.email.service_api import field, json_object, objects, request, service_client
-from activities.email.settings import EmailSettings
-from activities.network.guard import NetworkGuard
-from activities.network.service import LinkRefused, continuation
+from toolcalls.activities.email import mime
+from toolcalls.activities.email.backend import MailRejected, MailServiceFailure, write_point
+from toolcalls.activities.email.compose import check_size
+from toolcalls.activities.email.service_api import (
+    field,
+    json_object,
+    objects,
+    request,
+    service_client,
+)
+from toolcalls.activities.email.settings import EmailSettings
+from toolcalls.activities.network.guard import NetworkGuard
+from toolcalls.activities.network.service import LinkRefused, continuation
 
 API = "https://graph.microsoft.com/v1.0"
 PREFER = 'IdType="ImmutableId", outlook.body-content-type="text"'

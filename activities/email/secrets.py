@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from activities.email.backend import MailConfiguration
+from toolcalls.activities.email.backend import MailConfiguration
 
 MAX_SECRET_BYTES = 16_384
 

@@ -1,9 +1,9 @@
 """What the Gmail and Graph backends share: the one guarded service client, and its failures.
 
-Every request goes through ``activities.network.service.ServiceClient``: no redirects, a 2 MiB
-response cap, no automatic retries, the token read from the worker's environment or file for each
-request, and remote error bodies never copied. A failure leaves as ``MailServiceFailure``, which
-the tools turn into the tool error the service client's ``service_failure`` gives it.
+Every request goes through ``toolcalls.activities.network.service.ServiceClient``: no redirects, a 2
+MiB response cap, no automatic retries, the token read from the worker's environment or file for
+each request, and remote error bodies never copied. A failure leaves as ``MailServiceFailure``,
+which the tools turn into the tool error the service client's ``service_failure`` gives it.
 """
 
 from __future__ import annotations
@@ -11,17 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from activities.email.backend import (
+from toolcalls.activities.email.backend import (
     MailConfiguration,
     MailNotFound,
     MailRejected,
     MailServiceFailure,
 )
-from activities.email.connect import tls_context
-from activities.email.settings import EmailSettings
-from activities.network.failures import NetworkError
-from activities.network.guard import NetworkGuard
-from activities.network.service import (
+from toolcalls.activities.email.connect import tls_context
+from toolcalls.activities.email.settings import EmailSettings
+from toolcalls.activities.network.failures import NetworkError
+from toolcalls.activities.network.guard import NetworkGuard
+from toolcalls.activities.network.service import (
     Secret,
     ServiceClient,
     ServiceError,

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from email.message import EmailMessage
 from typing import Any
 
-from activities.email.backend import (
+from toolcalls.activities.email.backend import (
     MailBackendError,
     MailConfiguration,
     MailRefused,
@@ -24,8 +24,8 @@ from activities.email.backend import (
     MailUncertain,
     write_point,
 )
-from activities.email.connect import connection_failures, socket_timeout, tls_context
-from activities.email.settings import EmailSettings
+from toolcalls.activities.email.connect import connection_failures, socket_timeout, tls_context
+from toolcalls.activities.email.settings import EmailSettings
 
 
 async def submit(

@@ -22,8 +22,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from temporalio.exceptions import ApplicationError
 
-from activities.base import CallContext
-from activities.email.backend import (
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.email.backend import (
     EmailBackend,
     MailBackendError,
     MailConfiguration,
@@ -37,9 +37,9 @@ from activities.email.backend import (
     accepts_message_id,
     tracking_write,
 )
-from activities.email.compose import message_id_domain, message_id_for, preview_text
-from activities.email.mime import MAX_BODY_CHARS, SELECTED_HEADERS
-from activities.email.models import (
+from toolcalls.activities.email.compose import message_id_domain, message_id_for, preview_text
+from toolcalls.activities.email.mime import MAX_BODY_CHARS, SELECTED_HEADERS
+from toolcalls.activities.email.models import (
     ComposeArgs,
     CreateEmailDraftArgs,
     CreateEmailDraftResult,
@@ -50,11 +50,11 @@ from activities.email.models import (
     SendEmailArgs,
     SendEmailResult,
 )
-from activities.email.settings import EmailSettings
-from activities.errors import tool_error
-from activities.heartbeat import Heartbeat
-from activities.network.service import service_failure
-from workflows.models import ErrorCode, Prepared, PreviewArtifact
+from toolcalls.activities.email.settings import EmailSettings
+from toolcalls.activities.errors import tool_error
+from toolcalls.activities.heartbeat import Heartbeat
+from toolcalls.activities.network.service import service_failure
+from toolcalls.workflows.models import ErrorCode, Prepared, PreviewArtifact
 
 R = TypeVar("R", bound=BaseModel)
 

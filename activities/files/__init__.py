@@ -5,6 +5,6 @@ Every path is opened below a root's descriptor by the kernel without following l
 before the change is made.
 """
 
-from activities.files.family import FILE_TOOLS, FILES
+from toolcalls.activities.files.family import FILE_TOOLS, FILES
 
 __all__ = ["FILES", "FILE_TOOLS"]

@@ -15,20 +15,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from activities.errors import tool_error
-from activities.files import atomic
-from activities.files.atomic import FileState
-from activities.files.checkpoints import (
+from toolcalls.activities.errors import tool_error
+from toolcalls.activities.files import atomic
+from toolcalls.activities.files.atomic import FileState
+from toolcalls.activities.files.checkpoints import (
     ChangeKind,
     ChangeRecord,
     ChangeState,
     CheckpointError,
     CheckpointStore,
 )
-from activities.files.paths import PathError, Roots
-from activities.files.reading import path_failure
-from activities.files.settings import FilesSettings
-from workflows.models import ErrorCode
+from toolcalls.activities.files.paths import PathError, Roots
+from toolcalls.activities.files.reading import path_failure
+from toolcalls.activities.files.settings import FilesSettings
+from toolcalls.workflows.models import ErrorCode
 
 log = logging.getLogger(__name__)
 

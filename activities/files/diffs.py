@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from activities.files.atomic import sha256
+from toolcalls.activities.files.atomic import sha256
 
 MAX_DIFF_BYTES = 131_072
 """Diff text kept in a preview. Previews travel through workflow history like any payload, and

@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from activities.errors import tool_error
-from activities.files.atomic import FileState
-from activities.files.checkpoints import ChangeKind
-from activities.files.paths import PathError, check_new_name
-from activities.files.reading import path_failure
-from activities.files.write_models import EditFileArgs, content_too_large, describe_limit
-from workflows.models import ErrorCode
+from toolcalls.activities.errors import tool_error
+from toolcalls.activities.files.atomic import FileState
+from toolcalls.activities.files.checkpoints import ChangeKind
+from toolcalls.activities.files.paths import PathError, check_new_name
+from toolcalls.activities.files.reading import path_failure
+from toolcalls.activities.files.write_models import EditFileArgs, content_too_large, describe_limit
+from toolcalls.workflows.models import ErrorCode
 
 Compute = Callable[[str, FileState, int], tuple[bytes, int | None]]
 """``(path, current state, file size limit) -> (new bytes, replacements)``."""

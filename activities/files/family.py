@@ -12,11 +12,11 @@ from pathlib import Path
 
 from pydantic import Field
 
-from activities.catalog import Timeouts, ToolSpec
-from activities.family import Deployment, Family, FamilySettings, Resources, needs
-from activities.files.checkpoints import CheckpointError, CheckpointStore
-from activities.files.paths import Roots
-from activities.files.read_models import (
+from toolcalls.activities.catalog import Timeouts, ToolSpec
+from toolcalls.activities.family import Deployment, Family, FamilySettings, Resources, needs
+from toolcalls.activities.files.checkpoints import CheckpointError, CheckpointStore
+from toolcalls.activities.files.paths import Roots
+from toolcalls.activities.files.read_models import (
     ListFilesArgs,
     ListFilesResult,
     ReadFileArgs,
@@ -24,9 +24,9 @@ from activities.files.read_models import (
     SearchFilesArgs,
     SearchFilesResult,
 )
-from activities.files.reading import FileReadTools
-from activities.files.settings import FilesSettings, roots_problems
-from activities.files.write_models import (
+from toolcalls.activities.files.reading import FileReadTools
+from toolcalls.activities.files.settings import FilesSettings, roots_problems
+from toolcalls.activities.files.write_models import (
     ChangeArgs,
     ChangePreview,
     CreateFileArgs,
@@ -35,8 +35,8 @@ from activities.files.write_models import (
     ReplaceFileArgs,
     RestoreResult,
 )
-from activities.files.writing import FileWriteTools
-from workflows.models import SideEffect
+from toolcalls.activities.files.writing import FileWriteTools
+from toolcalls.workflows.models import SideEffect
 
 _WRITE_TIMEOUTS = Timeouts(start_to_close=timedelta(seconds=60), heartbeat=timedelta(seconds=10))
 """The write and recovery file tools: seconds of work (1 MiB written, 8 MiB diffed) in a thread."""

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from activities.files.names import refused_character, shown, unportable_new_name
+from toolcalls.activities.files.names import refused_character, shown, unportable_new_name
 
 MAX_PATH_BYTES = 4_096
 MAX_NAME_BYTES = 255

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from activities.base import ToolArgs, ToolResult
-from activities.files.paths import lexical_path
+from toolcalls.activities.base import ToolArgs, ToolResult
+from toolcalls.activities.files.paths import lexical_path
 
 MAX_READ_CHARS = 20_000
 """Characters one ``read_file`` call returns at most (the spec's 1-20,000)."""

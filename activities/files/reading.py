@@ -24,11 +24,11 @@ from typing import Any, TypeVar
 
 from temporalio.exceptions import ApplicationError
 
-from activities.base import CallContext
-from activities.errors import tool_error
-from activities.files.matching import Matcher
-from activities.files.paths import Located, PathError, Roots, regular_file
-from activities.files.read_models import (
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.errors import tool_error
+from toolcalls.activities.files.matching import Matcher
+from toolcalls.activities.files.paths import Located, PathError, Roots, regular_file
+from toolcalls.activities.files.read_models import (
     FileItem,
     ListFilesArgs,
     ListFilesResult,
@@ -37,11 +37,11 @@ from activities.files.read_models import (
     SearchFilesArgs,
     SearchFilesResult,
 )
-from activities.files.searching import MAX_RESULT_BYTES, Search, json_size, read_up_to
-from activities.files.settings import FilesSettings
-from activities.files.tree import Entry, Kind, WalkStats, walk
-from activities.heartbeat import Heartbeat
-from workflows.models import ErrorCode
+from toolcalls.activities.files.searching import MAX_RESULT_BYTES, Search, json_size, read_up_to
+from toolcalls.activities.files.settings import FilesSettings
+from toolcalls.activities.files.tree import Entry, Kind, WalkStats, walk
+from toolcalls.activities.heartbeat import Heartbeat
+from toolcalls.workflows.models import ErrorCode
 
 PROGRESS_INTERVAL = 0.05
 """Seconds between copies of a search's progress into the heartbeat details."""

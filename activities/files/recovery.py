@@ -15,11 +15,11 @@ import logging
 import os
 from typing import Literal
 
-from activities.base import CallContext
-from activities.errors import tool_error
-from activities.files import atomic
-from activities.files.atomic import FileState
-from activities.files.changes import (
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.errors import tool_error
+from toolcalls.activities.files import atomic
+from toolcalls.activities.files.atomic import FileState
+from toolcalls.activities.files.changes import (
     Conflict,
     Workspace,
     conflict,
@@ -30,11 +30,16 @@ from activities.files.changes import (
     same_approval,
     uncertain,
 )
-from activities.files.checkpoints import ChangeKind, ChangeRecord, ChangeState, CheckpointError
-from activities.files.diffs import unified_diff
-from activities.files.paths import PathError
-from activities.files.write_models import ChangePreview, RestoreResult
-from workflows.models import ErrorCode, Prepared, PreviewArtifact
+from toolcalls.activities.files.checkpoints import (
+    ChangeKind,
+    ChangeRecord,
+    ChangeState,
+    CheckpointError,
+)
+from toolcalls.activities.files.diffs import unified_diff
+from toolcalls.activities.files.paths import PathError
+from toolcalls.activities.files.write_models import ChangePreview, RestoreResult
+from toolcalls.workflows.models import ErrorCode, Prepared, PreviewArtifact
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ import os
 import stat
 from dataclasses import dataclass
 
-from activities.files.matching import Matcher
-from activities.files.read_models import SearchMatch
-from activities.files.tree import Skip, WalkStats
+from toolcalls.activities.files.matching import Matcher
+from toolcalls.activities.files.read_models import SearchMatch
+from toolcalls.activities.files.tree import Skip, WalkStats
 
 MAX_SEARCH_BYTES = 32 * 1024 * 1024
 """File content one search reads in total (the spec's 32 MiB)."""

@@ -7,8 +7,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from activities.family import needs
-from activities.files.names import portable_root
+from toolcalls.activities.family import needs
+from toolcalls.activities.files.names import portable_root
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_WRITE_BYTES = 1024 * 1024

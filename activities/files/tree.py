@@ -23,8 +23,8 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from activities.files.names import refused_character
-from activities.files.paths import MAX_PATH_BYTES, PathError, Roots
+from toolcalls.activities.files.names import refused_character
+from toolcalls.activities.files.paths import MAX_PATH_BYTES, PathError, Roots
 
 MAX_ENTRIES = 10_000
 """Entries one traversal visits at most (the spec's 10,000)."""

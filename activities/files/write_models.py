@@ -7,10 +7,10 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from activities.base import ToolArgs, ToolResult
-from activities.files.checkpoints import ChangeKind, ChangeState
-from activities.files.paths import MAX_PATH_BYTES, PathError, check_new_name, lexical_path
-from activities.files.settings import MAX_WRITE_BYTES
+from toolcalls.activities.base import ToolArgs, ToolResult
+from toolcalls.activities.files.checkpoints import ChangeKind, ChangeState
+from toolcalls.activities.files.paths import MAX_PATH_BYTES, PathError, check_new_name, lexical_path
+from toolcalls.activities.files.settings import MAX_WRITE_BYTES
 
 CHANGE_ID_PREFIX = "chg-"
 CHANGE_ID_PATTERN = r"^chg-[0-9a-f]{32}$"

@@ -28,11 +28,11 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from activities.base import CallContext, ToolResult
-from activities.errors import tool_error
-from activities.files import atomic, edits, recovery
-from activities.files.atomic import FileState, Progress
-from activities.files.changes import (
+from toolcalls.activities.base import CallContext, ToolResult
+from toolcalls.activities.errors import tool_error
+from toolcalls.activities.files import atomic, edits, recovery
+from toolcalls.activities.files.atomic import FileState, Progress
+from toolcalls.activities.files.changes import (
     Conflict,
     Workspace,
     new_mode,
@@ -41,18 +41,18 @@ from activities.files.changes import (
     same_approval,
     uncertain,
 )
-from activities.files.checkpoints import (
+from toolcalls.activities.files.checkpoints import (
     ChangeKind,
     ChangeRecord,
     ChangeState,
     CheckpointError,
     CheckpointStore,
 )
-from activities.files.diffs import unified_diff
-from activities.files.edits import Edit
-from activities.files.paths import Roots
-from activities.files.settings import FilesSettings
-from activities.files.write_models import (
+from toolcalls.activities.files.diffs import unified_diff
+from toolcalls.activities.files.edits import Edit
+from toolcalls.activities.files.paths import Roots
+from toolcalls.activities.files.settings import FilesSettings
+from toolcalls.activities.files.write_models import (
     ChangeArgs,
     ChangePreview,
     CreateFileArgs,
@@ -62,8 +62,8 @@ from activities.files.write_models import (
     RestoreResult,
     change_id_for,
 )
-from activities.heartbeat import Heartbeat
-from workflows.models import ErrorCode, Prepared, PreviewArtifact
+from toolcalls.activities.heartbeat import Heartbeat
+from toolcalls.workflows.models import ErrorCode, Prepared, PreviewArtifact
 
 T = TypeVar("T")
 

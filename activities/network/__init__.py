@@ -1,5 +1,5 @@
 """Outbound HTTP: one guarded network path and the tools that use it."""
 
-from activities.network.family import FETCH_TOOLS, NETWORK, SEARCH_TOOLS
+from toolcalls.activities.network.family import FETCH_TOOLS, NETWORK, SEARCH_TOOLS
 
 __all__ = ["FETCH_TOOLS", "NETWORK", "SEARCH_TOOLS"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
-from activities.network.failures import TooLarge, TransportFailed
+from toolcalls.activities.network.failures import TooLarge, TransportFailed
 
 
 class Decoder:

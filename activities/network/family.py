@@ -12,25 +12,25 @@ from datetime import timedelta
 
 from pydantic import Field
 
-from activities.catalog import Timeouts, ToolSpec
-from activities.family import Deployment, Family, FamilySettings, Resources
-from activities.network.fetch import FetchTools, FetchUrlArgs, FetchUrlResult
-from activities.network.http_api import HttpTools, http_tool_spec
-from activities.network.search import (
+from toolcalls.activities.catalog import Timeouts, ToolSpec
+from toolcalls.activities.family import Deployment, Family, FamilySettings, Resources
+from toolcalls.activities.network.fetch import FetchTools, FetchUrlArgs, FetchUrlResult
+from toolcalls.activities.network.http_api import HttpTools, http_tool_spec
+from toolcalls.activities.network.search import (
     WebSearchArgs,
     WebSearchResult,
     WebSearchTools,
     engine_listing,
     web_search_args,
 )
-from activities.network.settings import (
+from toolcalls.activities.network.settings import (
     SEARCH_ENGINES,
     FetchSettings,
     HttpToolSettings,
     SearchEngine,
     WebSearchSettings,
 )
-from workflows.models import SideEffect
+from toolcalls.workflows.models import SideEffect
 
 _FETCH = Timeouts(start_to_close=timedelta(seconds=120), heartbeat=timedelta(seconds=10))
 """Five requests (the first and four redirects) of at most 10 s each, plus their DNS lookups."""
@@ -54,7 +54,7 @@ FETCH_TOOLS: tuple[ToolSpec, ...] = (
         implementation=FetchTools,
     ),
 )
-"""fetch_url (``activities.network.fetch``)."""
+"""fetch_url (``toolcalls.activities.network.fetch``)."""
 
 _SEARCH_NOTES: dict[SearchEngine, str] = {
     "brave": "the deployment's Brave Search API key",
@@ -90,7 +90,7 @@ SEARCH_TOOLS: tuple[ToolSpec, ...] = (
         implementation=WebSearchTools,
     ),
 )
-"""``web_search`` (``activities.network.search``)."""
+"""``web_search`` (``toolcalls.activities.network.search``)."""
 
 
 class NetworkFamilySettings(FamilySettings):

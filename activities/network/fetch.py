@@ -1,11 +1,12 @@
 """``fetch_url``: bounded, readable text from a public HTTP or HTTPS URL.
 
 What it can touch: public web servers on ports 80 and 443, through the network guard
-(``activities.network.guard``), which refuses credentials in URLs, other schemes and ports, every
-non-public address (on the first hop and on each of at most four redirects), HTTPS downgrades and
-proxies from the environment, and bounds every hop to 10 s and 1,000,000 bytes on the wire. Only
-text comes back: HTML as readable text with its title, plain text, Markdown, CSV, JSON and XML as
-they are; everything else is refused. Returned text is untrusted content and is marked so.
+(``toolcalls.activities.network.guard``), which refuses credentials in URLs, other schemes and
+ports, every non-public address (on the first hop and on each of at most four redirects), HTTPS
+downgrades and proxies from the environment, and bounds every hop to 10 s and 1,000,000 bytes on the
+wire. Only text comes back: HTML as readable text with its title, plain text, Markdown, CSV, JSON
+and XML as they are; everything else is refused. Returned text is untrusted content and is marked
+so.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field
 
-from activities.base import CallContext, ToolArgs, ToolResult
-from activities.errors import tool_error
-from activities.heartbeat import Heartbeat
-from activities.network.guard import (
+from toolcalls.activities.base import CallContext, ToolArgs, ToolResult
+from toolcalls.activities.errors import tool_error
+from toolcalls.activities.heartbeat import Heartbeat
+from toolcalls.activities.network.guard import (
     MAX_URL_CHARS,
     GuardedResponse,
     Limits,
@@ -35,9 +36,9 @@ from activities.network.guard import (
     parse_url,
     retry_after,
 )
-from activities.network.html_text import extract
-from activities.network.settings import FetchSettings
-from workflows.models import ErrorCode
+from toolcalls.activities.network.html_text import extract
+from toolcalls.activities.network.settings import FetchSettings
+from toolcalls.workflows.models import ErrorCode
 
 DEFAULT_MAX_CHARS = 12_000
 MAX_CHARS = 50_000

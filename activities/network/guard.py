@@ -8,7 +8,7 @@ is confined:
 - the host is resolved once per hop and *every* address it resolves to must be admitted (the
   default rule, :func:`public_only`, refuses everything that is not plainly public, including
   IPv4 embedded in IPv6);
-- the connection goes to an address that was checked (``activities.network.pinning``): it
+- the connection goes to an address that was checked (``toolcalls.activities.network.pinning``): it
   connects there instead of resolving the name again, while TLS still verifies the original host
   name (SNI and certificate), so DNS rebinding between the check and the connect has nothing to
   rebind;
@@ -19,7 +19,7 @@ is confined:
 - nothing is read from the environment: no proxies, no ``.netrc``, no SSL variables.
 
 Every failure is a :class:`NetworkError` with a short lowercase ``reason``; its subclasses say
-whose fault it is (``activities.network.failures`` draws the hierarchy).
+whose fault it is (``toolcalls.activities.network.failures`` draws the hierarchy).
 """
 
 from __future__ import annotations
@@ -36,15 +36,15 @@ from email.utils import parsedate_to_datetime
 
 import httpx
 
-from activities.network.addresses import (
+from toolcalls.activities.network.addresses import (
     Address,
     Admission,
     any_address,
     embedded_ipv4,
     public_only,
 )
-from activities.network.decoding import Decoder
-from activities.network.failures import (
+from toolcalls.activities.network.decoding import Decoder
+from toolcalls.activities.network.failures import (
     NetworkError,
     NetworkTimeout,
     NetworkUnavailable,
@@ -56,8 +56,8 @@ from activities.network.failures import (
     lookup_failure,
     mapped_errors,
 )
-from activities.network.pinning import PinnedTransport
-from activities.network.urls import MAX_URL_CHARS, Target, lower, parse_url, target_of
+from toolcalls.activities.network.pinning import PinnedTransport
+from toolcalls.activities.network.urls import MAX_URL_CHARS, Target, lower, parse_url, target_of
 
 __all__ = [
     "CROSS_ORIGIN_HEADERS",

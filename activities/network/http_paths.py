@@ -1,10 +1,10 @@
 """The rules that keep a configured HTTP API tool on its origin and base path.
 
 Pure functions, shared by the deployment's settings (``HttpToolSettings``) and the tool
-(``activities.network.http_api``). The URL a call reaches is the configured base URL followed by
-the model's path, joined as text, never by URL resolution: resolution lets ``../``, an absolute
-URL or ``//host`` replace the base path or the host (httpx's ``base_url`` merge does exactly
-that). So the path is checked first and refused when it could mean anything but "below the
+(``toolcalls.activities.network.http_api``). The URL a call reaches is the configured base URL
+followed by the model's path, joined as text, never by URL resolution: resolution lets ``../``, an
+absolute URL or ``//host`` replace the base path or the host (httpx's ``base_url`` merge does
+exactly that). So the path is checked first and refused when it could mean anything but "below the
 base": traversal segments, a scheme or authority, backslashes, embedded queries and fragments,
 control characters, encoded separators and dots, double encoding, and characters that Unicode
 normalisation turns into any of these (two U+FF0E are ``..`` after NFKC).
@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Sequence
 from urllib.parse import quote, unquote_to_bytes, urlsplit
 
-from activities.network.urls import MAX_URL_CHARS
+from toolcalls.activities.network.urls import MAX_URL_CHARS
 
 MAX_PATH_CHARS = 2_048
 MAX_QUERY_PARAMS = 100

@@ -17,8 +17,8 @@ from typing import Any
 import httpcore
 import httpx
 
-from activities.network.addresses import Address
-from activities.network.failures import (
+from toolcalls.activities.network.addresses import Address
+from toolcalls.activities.network.failures import (
     NetworkTimeout,
     NetworkUnavailable,
     TransportFailed,

@@ -2,7 +2,7 @@
 
 What it can touch: the service's own host, fixed by the code (``www.googleapis.com``,
 ``graph.microsoft.com``) or by the deployment (a CalDAV URL), never by the model. How it is
-confined, beyond the network guard it sends through (``activities.network.guard``):
+confined, beyond the network guard it sends through (``toolcalls.activities.network.guard``):
 
 - https only (a caller may allow ``http`` for a loopback URL it checked itself); TLS always
   verified, with the system roots plus any CA the deployment adds;
@@ -33,8 +33,8 @@ from typing import Any
 
 import httpx
 
-from activities.network.guard import Limits, NetworkGuard, Resolver, any_address
-from activities.network.service_errors import (
+from toolcalls.activities.network.guard import Limits, NetworkGuard, Resolver, any_address
+from toolcalls.activities.network.service_errors import (
     MAX_RETRY_AFTER,
     CredentialError,
     LinkRefused,

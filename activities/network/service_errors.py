@@ -6,8 +6,9 @@
     ├── ServiceAnswerError  a 2xx answer that cannot be read
     └── LinkRefused         a continuation link leaves the first request's collection
 
-Network failures are the guard's (``activities.network.failures``). :func:`service_failure`
-charges either kind to whoever can act on it, as ``activities.network.service`` describes.
+Network failures are the guard's (``toolcalls.activities.network.failures``).
+:func:`service_failure` charges either kind to whoever can act on it, as
+``toolcalls.activities.network.service`` describes.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from typing import Any
 import httpx
 from temporalio.exceptions import ApplicationError
 
-from activities.errors import tool_error
-from activities.network.failures import (
+from toolcalls.activities.errors import tool_error
+from toolcalls.activities.network.failures import (
     NetworkError,
     NetworkTimeout,
     NetworkUnavailable,
@@ -30,8 +31,8 @@ from activities.network.failures import (
     URLRefused,
     nothing_sent,
 )
-from activities.network.guard import retry_after
-from workflows.models import ErrorCode
+from toolcalls.activities.network.guard import retry_after
+from toolcalls.workflows.models import ErrorCode
 
 MAX_RETRY_AFTER = timedelta(minutes=5)
 """A rate limit asking for a longer wait is reported, not turned into a retry delay."""

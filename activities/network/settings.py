@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from activities.network.http_paths import (
+from toolcalls.activities.network.http_paths import (
     check_env_name,
     check_header_name,
     check_header_value,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from activities.network.failures import URLRefused
+from toolcalls.activities.network.failures import URLRefused
 
 MAX_URL_CHARS = 2_048
 """The longest URL accepted, on every hop (the spec's fetch_url bound)."""

@@ -4,6 +4,6 @@ They run real processes on the worker's host with bounded time and output (``run
 host execution, not a sandbox: a command can reach whatever the worker's user can.
 """
 
-from activities.processes.family import PROCESS_TOOLS, PROCESSES
+from toolcalls.activities.processes.family import PROCESS_TOOLS, PROCESSES
 
 __all__ = ["PROCESSES", "PROCESS_TOOLS"]

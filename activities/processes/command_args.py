@@ -22,9 +22,9 @@ from pydantic import (
     field_validator,
 )
 
-from activities.base import ToolArgs
-from activities.processes.code_env import refusal, refused_env
-from activities.processes.settings import DEFAULT_OUTPUT_BYTES, DEFAULT_TIMEOUT_SECONDS
+from toolcalls.activities.base import ToolArgs
+from toolcalls.activities.processes.code_env import refusal, refused_env
+from toolcalls.activities.processes.settings import DEFAULT_OUTPUT_BYTES, DEFAULT_TIMEOUT_SECONDS
 
 MAX_ARGV_ITEMS = 4_096
 MAX_ENV_VARS = 1_024

@@ -22,13 +22,13 @@ from typing import Any
 from pydantic_core import to_json
 from temporalio import activity
 
-from activities.base import CallContext
-from activities.errors import tool_error
-from activities.heartbeat import Heartbeat
-from activities.limits import MAX_PAYLOAD_BYTES, output_bytes
-from activities.processes.code_env import loads_code, refusal, refused_env
-from activities.processes.command_args import ExecuteCommandArgs, RunShellArgs
-from activities.processes.resolve import (
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.errors import tool_error
+from toolcalls.activities.heartbeat import Heartbeat
+from toolcalls.activities.limits import MAX_PAYLOAD_BYTES, output_bytes
+from toolcalls.activities.processes.code_env import loads_code, refusal, refused_env
+from toolcalls.activities.processes.command_args import ExecuteCommandArgs, RunShellArgs
+from toolcalls.activities.processes.resolve import (
     SHELL_LABELS,
     Problem,
     Resolved,
@@ -36,7 +36,7 @@ from activities.processes.resolve import (
     resolve,
     shell_env,
 )
-from activities.processes.runner import (
+from toolcalls.activities.processes.runner import (
     ProcessLedger,
     ProcessResult,
     ProcessSpec,
@@ -44,8 +44,8 @@ from activities.processes.runner import (
     run_process,
     usable_budget,
 )
-from activities.processes.settings import ProcessSettings, ShellSettings
-from workflows.models import ErrorCode, Prepared, PreviewArtifact
+from toolcalls.activities.processes.settings import ProcessSettings, ShellSettings
+from toolcalls.workflows.models import ErrorCode, Prepared, PreviewArtifact
 
 MAX_RESULT_BYTES = output_bytes(MAX_PAYLOAD_BYTES)
 """A result's JSON stays below the central payload cap (``MAX_PAYLOAD_BYTES``, 1 MiB) even when

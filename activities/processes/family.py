@@ -12,18 +12,18 @@ from datetime import timedelta
 
 from pydantic import Field
 
-from activities.catalog import Timeouts, ToolSpec
-from activities.family import Deployment, Family, FamilySettings, Resources
-from activities.processes.command_args import (
+from toolcalls.activities.catalog import Timeouts, ToolSpec
+from toolcalls.activities.family import Deployment, Family, FamilySettings, Resources
+from toolcalls.activities.processes.command_args import (
     ExecuteCommandArgs,
     RunShellArgs,
     execute_command_args,
 )
-from activities.processes.commands import ProcessTools
-from activities.processes.resolve import config_problems
-from activities.processes.runner import ProcessLedger, ProcessResult
-from activities.processes.settings import ProcessSettings, ShellSettings
-from workflows.models import SideEffect
+from toolcalls.activities.processes.commands import ProcessTools
+from toolcalls.activities.processes.resolve import config_problems
+from toolcalls.activities.processes.runner import ProcessLedger, ProcessResult
+from toolcalls.activities.processes.settings import ProcessSettings, ShellSettings
+from toolcalls.workflows.models import SideEffect
 
 PROCESS_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(

@@ -18,7 +18,7 @@ import shlex
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from activities.heartbeat import Heartbeat
+from toolcalls.activities.heartbeat import Heartbeat
 
 READ_CHUNK = 65_536
 DRAIN_AFTER_EXIT = 1.0

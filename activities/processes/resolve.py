@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from activities.processes.runner import ProcessSpec, usable_budget
-from activities.processes.settings import (
+from toolcalls.activities.processes.runner import ProcessSpec, usable_budget
+from toolcalls.activities.processes.settings import (
     DEFAULT_OUTPUT_BYTES,
     DEFAULT_TIMEOUT_SECONDS,
     MAX_TIMEOUT_SECONDS,

@@ -37,9 +37,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from temporalio import activity
 
-from activities.base import ToolResult
-from activities.heartbeat import Heartbeat
-from activities.processes.pipes import (
+from toolcalls.activities.base import ToolResult
+from toolcalls.activities.heartbeat import Heartbeat
+from toolcalls.activities.processes.pipes import (
     COMMAND_SHOWN,
     DRAIN_AFTER_EXIT,
     Output,

@@ -6,10 +6,10 @@ namespace and nothing else; keys are literal strings, never paths or SQL. ``stor
 mode, one row per key, with write transactions that are safe across worker processes.
 """
 
-from activities.storage.family import STORAGE, STORAGE_TOOLS
-from activities.storage.sqlite import SQLiteStorage
-from activities.storage.store import InMemoryStorage, Storage
-from activities.storage.tools import StorageTools
+from toolcalls.activities.storage.family import STORAGE, STORAGE_TOOLS
+from toolcalls.activities.storage.sqlite import SQLiteStorage
+from toolcalls.activities.storage.store import InMemoryStorage, Storage
+from toolcalls.activities.storage.tools import StorageTools
 
 __all__ = [
     "STORAGE",

@@ -7,12 +7,12 @@ from datetime import timedelta
 
 from pydantic import Field
 
-from activities.catalog import Timeouts, ToolSpec
-from activities.family import Deployment, Family, FamilySettings, Resources
-from activities.storage.settings import StorageSettings
-from activities.storage.sqlite import SQLiteStorage
-from activities.storage.store import InMemoryStorage, Storage
-from activities.storage.tools import (
+from toolcalls.activities.catalog import Timeouts, ToolSpec
+from toolcalls.activities.family import Deployment, Family, FamilySettings, Resources
+from toolcalls.activities.storage.settings import StorageSettings
+from toolcalls.activities.storage.sqlite import SQLiteStorage
+from toolcalls.activities.storage.store import InMemoryStorage, Storage
+from toolcalls.activities.storage.tools import (
     DeleteValueArgs,
     DeleteValueResult,
     GetValueArgs,
@@ -23,7 +23,7 @@ from activities.storage.tools import (
     SetValueResult,
     StorageTools,
 )
-from workflows.models import SideEffect
+from toolcalls.workflows.models import SideEffect
 
 _STORAGE_READ = Timeouts(start_to_close=timedelta(seconds=10))
 """One short SQLite read; in WAL mode readers never wait for writers."""

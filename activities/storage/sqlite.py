@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from activities.storage.store import (
+from toolcalls.activities.storage.store import (
     Expected,
     KeyPage,
     Quota,
@@ -29,7 +29,7 @@ from activities.storage.store import (
     check_expected,
     check_quota,
 )
-from activities.storage.values import entry_bytes, store_bytes
+from toolcalls.activities.storage.values import entry_bytes, store_bytes
 
 WRITE_BUSY_TIMEOUT_MS = 10_000
 """How long a write waits for another writer's lock; the write tools run for at most 30 s."""

@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass
 from typing import Protocol
 
-from activities.storage.values import digest, entry_bytes, store_bytes
+from toolcalls.activities.storage.values import digest, entry_bytes, store_bytes
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,11 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, Field, JsonValue, field_validator
 
-from activities.base import CallContext, ToolArgs, ToolResult
-from activities.errors import tool_error
-from activities.heartbeat import Heartbeat
-from activities.storage.settings import MAX_VALUE_BYTES_CEILING, StorageSettings
-from activities.storage.store import (
+from toolcalls.activities.base import CallContext, ToolArgs, ToolResult
+from toolcalls.activities.errors import tool_error
+from toolcalls.activities.heartbeat import Heartbeat
+from toolcalls.activities.storage.settings import MAX_VALUE_BYTES_CEILING, StorageSettings
+from toolcalls.activities.storage.store import (
     Expected,
     Quota,
     QuotaExceeded,
@@ -34,7 +34,7 @@ from activities.storage.store import (
     ValueChanged,
     check_quota,
 )
-from activities.storage.values import (
+from toolcalls.activities.storage.values import (
     MAX_KEY_CHARS,
     JsonText,
     ValueProblem,
@@ -45,7 +45,7 @@ from activities.storage.values import (
     encode_value,
     value_bytes,
 )
-from workflows.models import ErrorCode, Prepared, PreviewArtifact
+from toolcalls.workflows.models import ErrorCode, Prepared, PreviewArtifact
 
 DEFAULT_LIST_LIMIT = 100
 MAX_LIST_LIMIT = 1_000

@@ -12,9 +12,10 @@ import pytest
 import rfc8785
 from pydantic import BaseModel, Field
 
-from activities.base import CallContext, ToolArgs, ToolResult
-from activities.capabilities import CAPABILITIES, default_ceiling
-from activities.catalog import (
+from tests.support.tools import ALL_TOOLS, EchoArgs
+from toolcalls.activities.base import CallContext, ToolArgs, ToolResult
+from toolcalls.activities.capabilities import CAPABILITIES, default_ceiling
+from toolcalls.activities.catalog import (
     DEFAULT_TOOLS,
     Catalog,
     CatalogError,
@@ -23,12 +24,11 @@ from activities.catalog import (
     ToolSpec,
     call_digest,
 )
-from activities.families import BUILTIN_TOOLS
-from activities.limits import MAX_ARGUMENTS_BYTES
-from activities.schema import strict_schema
-from tests.support.tools import ALL_TOOLS, EchoArgs
-from workflows import policy
-from workflows.models import (
+from toolcalls.activities.families import BUILTIN_TOOLS
+from toolcalls.activities.limits import MAX_ARGUMENTS_BYTES
+from toolcalls.activities.schema import strict_schema
+from toolcalls.workflows import policy
+from toolcalls.workflows.models import (
     CallPlan,
     CapabilityPolicy,
     Effect,

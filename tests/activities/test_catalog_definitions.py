@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from activities.families import BUILTIN_FAMILIES
-from activities.schema import strict_problems, strict_schema
-from worker.config import Config, build_catalog, parse_config
+from toolcalls.activities.families import BUILTIN_FAMILIES
+from toolcalls.activities.schema import strict_problems, strict_schema
+from toolcalls.worker.config import Config, build_catalog, parse_config
 
 HTTP_TABLES: list[dict[str, Any]] = [
     {

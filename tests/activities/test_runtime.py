@@ -22,11 +22,6 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from activities.base import CallContext
-from activities.capabilities import default_ceiling
-from activities.catalog import Catalog, CatalogSettings
-from activities.limits import MAX_PAYLOAD_BYTES
-from activities.runtime import ToolRuntime
 from tests.support.payloads import keys
 from tests.support.tools import (
     ALL_TOOL_NAMES,
@@ -37,9 +32,14 @@ from tests.support.tools import (
     SleepResult,
     WriteArgs,
 )
-from worker.payloads.codec import EncryptionCodec
-from worker.payloads.keys import parse_keys
-from workflows.models import (
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.capabilities import default_ceiling
+from toolcalls.activities.catalog import Catalog, CatalogSettings
+from toolcalls.activities.limits import MAX_PAYLOAD_BYTES
+from toolcalls.activities.runtime import ToolRuntime
+from toolcalls.worker.payloads.codec import EncryptionCodec
+from toolcalls.worker.payloads.keys import parse_keys
+from toolcalls.workflows.models import (
     WORKFLOW_NAME,
     ApprovalRecord,
     CapabilityPolicy,

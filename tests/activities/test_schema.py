@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from activities.base import ToolArgs
-from activities.core.clock import DateTimeArgs
-from activities.families import BUILTIN_TOOLS
-from activities.schema import SchemaError, strict_schema
 from tests.support.tools import PROBE_TOOLS
+from toolcalls.activities.base import ToolArgs
+from toolcalls.activities.core.clock import DateTimeArgs
+from toolcalls.activities.families import BUILTIN_TOOLS
+from toolcalls.activities.schema import SchemaError, strict_schema
 
 
 class Color(StrEnum):

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from pydantic import Field, JsonValue
 
-from activities.base import CallContext, ToolArgs, ToolResult
-from activities.catalog import Catalog, CatalogError, CatalogSettings, Timeouts, ToolSpec
-from activities.schema import (
+from toolcalls.activities.base import CallContext, ToolArgs, ToolResult
+from toolcalls.activities.catalog import Catalog, CatalogError, CatalogSettings, Timeouts, ToolSpec
+from toolcalls.activities.schema import (
     MAX_ENUM_VALUES,
     MAX_NESTING,
     MAX_PROPERTIES,
@@ -20,7 +20,7 @@ from activities.schema import (
     strict_problems,
     strict_schema,
 )
-from workflows.models import SideEffect
+from toolcalls.workflows.models import SideEffect
 
 
 def closed(**properties: Any) -> dict[str, Any]:

@@ -18,11 +18,11 @@ from typing import Any
 import httpx
 from temporalio.testing import ActivityEnvironment
 
-from activities.base import CallContext
-from activities.calendar.settings import CalendarSettings
-from activities.calendar.tools import CalendarTools
-from activities.network.service import service_guard
 from tests.support.http_servers import MapResolver
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.calendar.settings import CalendarSettings
+from toolcalls.activities.calendar.tools import CalendarTools
+from toolcalls.activities.network.service import service_guard
 
 USER = "alice"
 PASSWORD = "c4ld4v-pa55w0rd"

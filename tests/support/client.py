@@ -6,8 +6,8 @@ import asyncio
 import uuid
 from typing import Any
 
-from workflows.client import PendingCall, ToolCallClient
-from workflows.models import ToolCallRequest
+from toolcalls.workflows.client import PendingCall, ToolCallClient
+from toolcalls.workflows.models import ToolCallRequest
 
 ASK = {"question": "Which format?", "options": ["JSON", "CSV"]}
 

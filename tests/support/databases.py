@@ -12,10 +12,10 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.base import CallContext
-from activities.database import DatabaseTools
-from activities.database.settings import DatabaseSettings
-from activities.database.tools import (
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.database import DatabaseTools
+from toolcalls.activities.database.settings import DatabaseSettings
+from toolcalls.activities.database.tools import (
     DatabaseSchemaArgs,
     DatabaseSchemaResult,
     QueryDatabaseArgs,

@@ -20,18 +20,18 @@ import openpyxl  # type: ignore[import-untyped]
 from pypdf import PdfReader, PdfWriter
 from temporalio.testing import ActivityEnvironment
 
-from activities.base import CallContext
-from activities.documents.models import (
+from tests.support import processes
+from tests.support.children import children
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.documents.models import (
     ReadDocumentArgs,
     ReadDocumentResult,
     SearchDocumentArgs,
     SearchDocumentResult,
 )
-from activities.documents.settings import DocumentSettings
-from activities.documents.tools import DocumentTools
-from activities.files.paths import Roots
-from tests.support import processes
-from tests.support.children import children
+from toolcalls.activities.documents.settings import DocumentSettings
+from toolcalls.activities.documents.tools import DocumentTools
+from toolcalls.activities.files.paths import Roots
 
 CALL = CallContext(
     workflow_id="wf", call_id="call", idempotency_key="wf:call", approval=None, precondition=None

@@ -19,13 +19,13 @@ from typing import Any
 
 from temporalio.testing import ActivityEnvironment
 
-from activities.base import CallContext
-from activities.files import atomic
-from activities.files.checkpoints import CheckpointStore
-from activities.files.paths import Roots
-from activities.files.settings import FilesSettings
-from activities.files.write_models import CreateFileArgs, ReplaceFileArgs
-from activities.files.writing import FileWriteTools
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.files import atomic
+from toolcalls.activities.files.checkpoints import CheckpointStore
+from toolcalls.activities.files.paths import Roots
+from toolcalls.activities.files.settings import FilesSettings
+from toolcalls.activities.files.write_models import CreateFileArgs, ReplaceFileArgs
+from toolcalls.activities.files.writing import FileWriteTools
 
 PAUSE = 0.5
 

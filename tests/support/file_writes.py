@@ -14,12 +14,12 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.base import CallContext, ToolArgs
-from activities.files.checkpoints import CheckpointStore
-from activities.files.paths import Roots
-from activities.files.settings import FilesSettings
-from activities.files.writing import FileWriteTools
-from workflows.models import ErrorCode, Prepared
+from toolcalls.activities.base import CallContext, ToolArgs
+from toolcalls.activities.files.checkpoints import CheckpointStore
+from toolcalls.activities.files.paths import Roots
+from toolcalls.activities.files.settings import FilesSettings
+from toolcalls.activities.files.writing import FileWriteTools
+from toolcalls.workflows.models import ErrorCode, Prepared
 
 T = TypeVar("T")
 

@@ -15,9 +15,10 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.base import CallContext
-from activities.files.paths import Roots
-from activities.files.read_models import (
+from tests.support import processes
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.files.paths import Roots
+from toolcalls.activities.files.read_models import (
     ListFilesArgs,
     ListFilesResult,
     ReadFileArgs,
@@ -25,10 +26,9 @@ from activities.files.read_models import (
     SearchFilesArgs,
     SearchFilesResult,
 )
-from activities.files.reading import FileReadTools
-from activities.files.settings import FilesSettings
-from tests.support import processes
-from workflows.models import ErrorCode
+from toolcalls.activities.files.reading import FileReadTools
+from toolcalls.activities.files.settings import FilesSettings
+from toolcalls.workflows.models import ErrorCode
 
 T = TypeVar("T")
 

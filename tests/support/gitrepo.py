@@ -17,11 +17,11 @@ from typing import Any
 
 from temporalio.testing import ActivityEnvironment
 
-from activities.base import CallContext
-from activities.processes.git import GitArgs, GitTools
-from activities.processes.runner import ProcessLedger, ProcessResult
-from activities.processes.settings import GitSettings
 from tests.support.processes import activity_env, executable
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.processes.git import GitArgs, GitTools
+from toolcalls.activities.processes.runner import ProcessLedger, ProcessResult
+from toolcalls.activities.processes.settings import GitSettings
 
 GIT = shutil.which("git") or "/usr/bin/git"
 DATE = "2020-01-02T03:04:05+00:00"

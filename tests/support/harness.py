@@ -19,9 +19,9 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from tests.support.tools import ALL_FAMILIES, ALL_TOOL_NAMES, ProbeTools
-from worker.config import Config, parse_config
-from worker.run import build_worker
-from workflows.models import (
+from toolcalls.worker.config import Config, parse_config
+from toolcalls.worker.run import build_worker
+from toolcalls.workflows.models import (
     ApprovalDecision,
     ApprovalRequest,
     CallState,
@@ -31,7 +31,7 @@ from workflows.models import (
     ToolCallResult,
     UserQuestion,
 )
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 Handle = WorkflowHandle[ToolCallWorkflow, ToolCallResult]
 

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from temporalio.testing import ActivityEnvironment
 
-from activities.base import CallContext
+from toolcalls.activities.base import CallContext
 
 T = TypeVar("T")
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import trustme
 
-from activities.network.guard import Address
+from toolcalls.activities.network.guard import Address
 
 Route = Callable[[BaseHTTPRequestHandler], None]
 

@@ -16,11 +16,11 @@ from temporalio.worker import Worker
 from tests.support.harness import make_config
 from tests.support.parents import AgentParent, ParentInput, ParentOutput, StepParent
 from tests.support.payloads import keys
-from worker.config import Config
-from worker.plugin import sandbox_runner
-from workflows.client import ToolCallClient
-from workflows.models import CallState
-from workflows.views import CallNotFound, CallView, PendingCall
+from toolcalls.worker.config import Config
+from toolcalls.worker.plugin import sandbox_runner
+from toolcalls.workflows.client import ToolCallClient
+from toolcalls.workflows.models import CallState
+from toolcalls.workflows.views import CallNotFound, CallView, PendingCall
 
 KEYS_ENV = "TOOLCALLS_TEST_INLINE_KEYS"
 

@@ -11,8 +11,13 @@ from datetime import timedelta
 from pydantic import BaseModel, Field
 from temporalio import workflow
 
-from workflows.models import CapabilityPolicy, Definitions, ToolCallRequest, ToolCallResult
-from workflows.parent import BudgetUsage, CallBudget, ToolCalls
+from toolcalls.workflows.models import (
+    CapabilityPolicy,
+    Definitions,
+    ToolCallRequest,
+    ToolCallResult,
+)
+from toolcalls.workflows.parent import BudgetUsage, CallBudget, ToolCalls
 
 
 class ParentInput(BaseModel):

@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from worker.payloads.keys import new_key_line
+from toolcalls.worker.payloads.keys import new_key_line
 
 ENCRYPTED = base64.b64encode(b"binary/encrypted").decode()
 

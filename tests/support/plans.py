@@ -17,8 +17,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from tests.support.tools import ALL_FAMILIES
-from worker.config import Config, build_catalog
-from workflows.models import PLAN_ACTIVITY, PlanInput, PlanOutcome
+from toolcalls.worker.config import Config, build_catalog
+from toolcalls.workflows.models import PLAN_ACTIVITY, PlanInput, PlanOutcome
 
 COMPLETED = EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
 TASK_COMPLETED = EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED

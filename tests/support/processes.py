@@ -13,10 +13,10 @@ from typing import Any
 
 from temporalio.testing import ActivityEnvironment
 
-from activities.base import CallContext
-from activities.processes.commands import ProcessTools
-from activities.processes.runner import ProcessLedger
-from activities.processes.settings import ProcessSettings, ShellSettings
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.processes.commands import ProcessTools
+from toolcalls.activities.processes.runner import ProcessLedger
+from toolcalls.activities.processes.settings import ProcessSettings, ShellSettings
 
 SYSTEM_PATH = "/usr/bin:/bin"
 """The ``PATH`` tests give commands that look programs up by bare name."""

@@ -12,14 +12,14 @@ from typing import Literal
 
 from pydantic import Field
 
-from activities.base import CallContext, ToolArgs, ToolResult
-from activities.catalog import Timeouts, ToolSpec
-from activities.core import CORE_TOOLS
-from activities.errors import tool_error
-from activities.families import BUILTIN_FAMILIES, BUILTIN_TOOLS
-from activities.family import AnyFamily, Family, NoSettings, Resources
-from activities.heartbeat import Heartbeat
-from workflows.models import ErrorCode, Prepared, PreviewArtifact, SideEffect
+from toolcalls.activities.base import CallContext, ToolArgs, ToolResult
+from toolcalls.activities.catalog import Timeouts, ToolSpec
+from toolcalls.activities.core import CORE_TOOLS
+from toolcalls.activities.errors import tool_error
+from toolcalls.activities.families import BUILTIN_FAMILIES, BUILTIN_TOOLS
+from toolcalls.activities.family import AnyFamily, Family, NoSettings, Resources
+from toolcalls.activities.heartbeat import Heartbeat
+from toolcalls.workflows.models import ErrorCode, Prepared, PreviewArtifact, SideEffect
 
 
 class SleepArgs(ToolArgs):

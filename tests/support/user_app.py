@@ -9,8 +9,8 @@ from datetime import timedelta
 
 from temporalio import activity, workflow
 
-from workflows.models import ToolCallRequest
-from workflows.parent import ToolCalls
+from toolcalls.workflows.models import ToolCallRequest
+from toolcalls.workflows.parent import ToolCalls
 
 
 @activity.defn

@@ -17,11 +17,11 @@ from typing import Any
 import httpx
 from temporalio.testing import ActivityEnvironment
 
-from activities.base import CallContext
-from activities.network.guard import Address, NetworkGuard
-from activities.network.search import WebSearchArgs, WebSearchResult, WebSearchTools
-from activities.network.settings import WebSearchSettings
 from tests.support.processes import activity_env
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.network.guard import Address, NetworkGuard
+from toolcalls.activities.network.search import WebSearchArgs, WebSearchResult, WebSearchTools
+from toolcalls.activities.network.settings import WebSearchSettings
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "web_search"
 BRAVE_HOST = "api.search.brave.com"

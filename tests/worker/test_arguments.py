@@ -7,9 +7,9 @@ from datetime import timedelta
 
 import pytest
 
-from worker.arguments import approval_timeout, requiring_approval
-from workflows import policy
-from workflows.models import CapabilityPolicy, Effect
+from toolcalls.worker.arguments import approval_timeout, requiring_approval
+from toolcalls.workflows import policy
+from toolcalls.workflows.models import CapabilityPolicy, Effect
 
 
 def test_require_approval_alone_covers_capabilities_and_the_tool() -> None:

@@ -27,7 +27,7 @@ from tests.worker.support import (
     wait_port_closed,
     write_config,
 )
-from workflows.models import (
+from toolcalls.workflows.models import (
     SEARCH_TOOL,
     ApprovalDecision,
     CallStatus,
@@ -35,7 +35,7 @@ from workflows.models import (
     Effect,
     ToolCallRequest,
 )
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 
 async def test_worker_dev_runs_an_approved_call_and_stops_on_sigterm(
@@ -157,8 +157,8 @@ def test_no_subcommand_exits_2(tmp_path: Path) -> None:
     assert "required" in done.stderr
 
 
-def test_python_m_worker_help(tmp_path: Path) -> None:
-    done = run([sys.executable, "-m", "worker", "--help"], tmp_path)
+def test_python_m_toolcalls_worker_help(tmp_path: Path) -> None:
+    done = run([sys.executable, "-m", "toolcalls.worker", "--help"], tmp_path)
     assert done.returncode == 0
     assert done.stdout.startswith("usage: toolcalls worker")
     for flag in ("--config", "--dev", "--address", "--namespace", "--task-queue"):

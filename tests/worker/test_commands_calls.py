@@ -14,9 +14,9 @@ from tests.support.harness import make_config, running_worker
 from tests.support.inline import app_worker, inline_config, start_parent
 from tests.support.parents import ParentInput
 from tests.worker.support import command, field, one_line, pending_entry, pending_row
-from worker.render import PREVIEW_CHARS, shorten
-from workflows.limits import PAYLOAD_LIMIT_BYTES
-from workflows.models import (
+from toolcalls.worker.render import PREVIEW_CHARS, shorten
+from toolcalls.workflows.limits import PAYLOAD_LIMIT_BYTES
+from toolcalls.workflows.models import (
     CallStatus,
     CapabilityPolicy,
     Effect,
@@ -24,7 +24,7 @@ from workflows.models import (
     ToolCallRequest,
     ToolCallResult,
 )
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 
 async def test_an_id_that_ran_gives_its_result_and_starts_nothing(

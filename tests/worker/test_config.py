@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from activities.capabilities import CAPABILITIES, default_ceiling
-from activities.catalog import DEFAULT_TOOLS, Timeouts
-from worker.config import (
+from toolcalls.activities.capabilities import CAPABILITIES, default_ceiling
+from toolcalls.activities.catalog import DEFAULT_TOOLS, Timeouts
+from toolcalls.worker.config import (
     CONFIG_ENV,
     Config,
     ConfigError,
@@ -18,8 +18,8 @@ from worker.config import (
     load_config,
     parse_config,
 )
-from workflows import policy
-from workflows.models import DEFAULT_TASK_QUEUE, CapabilityPolicy, Effect, SideEffect
+from toolcalls.workflows import policy
+from toolcalls.workflows.models import DEFAULT_TASK_QUEUE, CapabilityPolicy, Effect, SideEffect
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "toolcalls.toml"
 

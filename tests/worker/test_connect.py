@@ -13,9 +13,15 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import TLSConfig
 from temporalio.testing import WorkflowEnvironment
 
-from worker.config import ConfigError
-from worker.connect import DEFAULT_ADDRESS, DEFAULT_NAMESPACE, Target, connect, resolve_target
-from worker.sections import TemporalSection
+from toolcalls.worker.config import ConfigError
+from toolcalls.worker.connect import (
+    DEFAULT_ADDRESS,
+    DEFAULT_NAMESPACE,
+    Target,
+    connect,
+    resolve_target,
+)
+from toolcalls.worker.sections import TemporalSection
 
 PROFILES = """
 [profile.default]

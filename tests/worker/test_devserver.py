@@ -1,4 +1,5 @@
-"""``worker.devserver``: a dev server that cannot start says why, from its own log; ``pid``."""
+"""``toolcalls.worker.devserver``: a dev server that cannot start says why, from its own log;
+``pid``."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.devserver import DevServer, DevServerError
+from toolcalls.worker.devserver import DevServer, DevServerError
 
 
 def _free_port() -> int:

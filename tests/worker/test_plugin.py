@@ -21,17 +21,17 @@ from temporalio.worker import (
     WorkflowInterceptorClassInput,
 )
 
-from activities.families import BUILTIN_FAMILIES
-from activities.family import Family, NoSettings, Resources
 from tests.support.harness import make_config, running_worker
 from tests.support.tools import ALL_FAMILIES, PROBE_TOOLS, ProbeTools
 from tests.support.user_app import UserApp, shout
-from worker.activations import OwnOnTheLoop
-from worker.config import ConfigError, parse_config
-from worker.plugin import PLUGIN_NAME, ToolCallsPlugin
-from worker.run import build_worker
-from workflows.models import WORKFLOW_NAME, CallStatus, ToolCallRequest
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.activities.families import BUILTIN_FAMILIES
+from toolcalls.activities.family import Family, NoSettings, Resources
+from toolcalls.worker.activations import OwnOnTheLoop
+from toolcalls.worker.config import ConfigError, parse_config
+from toolcalls.worker.plugin import PLUGIN_NAME, ToolCallsPlugin
+from toolcalls.worker.run import build_worker
+from toolcalls.workflows.models import WORKFLOW_NAME, CallStatus, ToolCallRequest
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 EXPECTED = "HI completed {'expression': '6 * 7', 'result': 42}"
 

@@ -18,8 +18,6 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from activities.catalog import DEFAULT_TOOLS
-from activities.schema import strict_problems
 from tests.record_histories import HISTORIES
 from tests.support.harness import make_config, running_worker
 from tests.worker.support import (
@@ -30,8 +28,10 @@ from tests.worker.support import (
     toolcalls,
     write_config,
 )
-from worker.config import build_catalog, load_config
-from worker.devserver import temporal_binary
+from toolcalls.activities.catalog import DEFAULT_TOOLS
+from toolcalls.activities.schema import strict_problems
+from toolcalls.worker.config import build_catalog, load_config
+from toolcalls.worker.devserver import temporal_binary
 
 UNREACHABLE = "127.0.0.1:1"
 """Where the commands would connect if they tried (``TEMPORAL_ADDRESS``): they need no server."""

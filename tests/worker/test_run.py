@@ -21,12 +21,12 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from tests.worker.support import free_port
-from worker.config import Config, parse_config
-from worker.devserver import temporal_binary
-from worker.run import StartupError, build_worker, ensure_search_attributes, serve
-from workflows.definitions import DefinitionsWorkflow
-from workflows.grants import GrantWorkflow
-from workflows.models import (
+from toolcalls.worker.config import Config, parse_config
+from toolcalls.worker.devserver import temporal_binary
+from toolcalls.worker.run import StartupError, build_worker, ensure_search_attributes, serve
+from toolcalls.workflows.definitions import DefinitionsWorkflow
+from toolcalls.workflows.grants import GrantWorkflow
+from toolcalls.workflows.models import (
     PLAN_ACTIVITY,
     SEARCH_ATTRIBUTES,
     CallStatus,
@@ -34,7 +34,7 @@ from workflows.models import (
     ToolCallRequest,
     ToolCallResult,
 )
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 OTHER_NAMESPACE = "other"
 FAST = {"schedule_to_start_seconds": 1}

@@ -1,4 +1,4 @@
-"""``worker.sandbox``: payload contexts are looked up without running code in the sandbox.
+"""``toolcalls.worker.sandbox``: payload contexts are looked up without running code in the sandbox.
 
 The runner reaches into the SDK's private sandbox instance; these tests fail when that moves, so
 an SDK upgrade cannot silently bring the per-payload ``exec`` back.
@@ -16,9 +16,9 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from temporalio.worker.workflow_sandbox._runner import _fake_info
 
 from tests.support.user_app import UserApp
-from worker.plugin import ToolCallsPlugin, sandbox_runner
-from worker.sandbox import IN_SANDBOX, ContextRunner, DirectContexts, OwnUnsandboxed
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.worker.plugin import ToolCallsPlugin, sandbox_runner
+from toolcalls.worker.sandbox import IN_SANDBOX, ContextRunner, DirectContexts, OwnUnsandboxed
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 
 def _details(workflow_id: str) -> WorkflowInstanceDetails:
@@ -81,10 +81,10 @@ def test_workers_get_the_direct_lookups_unless_they_chose_another_sandbox() -> N
     assert isinstance(chosen, OwnUnsandboxed)
     assert isinstance(chosen.sandbox, ContextRunner)
     assert chosen.sandbox.runner_class is default.runner_class
-    assert "workflows" in chosen.sandbox.restrictions.passthrough_modules
+    assert "toolcalls.workflows" in chosen.sandbox.restrictions.passthrough_modules
     isolated = ToolCallsPlugin._runner(default, isolate=True)
     assert isinstance(isolated, ContextRunner)
-    assert "workflows" not in isolated.restrictions.passthrough_modules
+    assert "toolcalls.workflows" not in isolated.restrictions.passthrough_modules
 
     class Own(SandboxedWorkflowRunner):
         pass
@@ -116,7 +116,7 @@ async def test_without_the_private_instance_class_the_sdk_runner_serves(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # What an SDK that moved its private module gets: its own sandbox, working as before.
-    monkeypatch.setattr("worker.sandbox._Instance", None)
+    monkeypatch.setattr("toolcalls.worker.sandbox._Instance", None)
     runner = sandbox_runner(isolate=False)
     instance = runner.create_instance(_details("call-2"))
     assert not isinstance(instance, DirectContexts)

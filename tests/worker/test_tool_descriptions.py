@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from activities.catalog import Catalog, CatalogSettings, ToolSpec
-from worker.config import Config, advertised_specs, parse_config
+from toolcalls.activities.catalog import Catalog, CatalogSettings, ToolSpec
+from toolcalls.worker.config import Config, advertised_specs, parse_config
 
 RST = re.compile(r"``|:[a-z]+:`|`_")
 """Inline literals (````x````), roles (``:class:`X```) and references (```x`_``)."""

@@ -26,7 +26,7 @@ from tests.support.harness import (
     wait_for_phase,
 )
 from tests.support.tools import ProbeTools
-from workflows.models import (
+from toolcalls.workflows.models import (
     MEMO_PENDING_APPROVAL,
     SEARCH_CAPABILITIES,
     SEARCH_STATUS,
@@ -40,7 +40,7 @@ from workflows.models import (
     EventKind,
     Phase,
 )
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 ACCEPTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
 SIGNALED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED

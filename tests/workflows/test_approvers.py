@@ -19,7 +19,7 @@ from tests.support.harness import (
     update_rejection,
     wait_for,
 )
-from workflows.models import (
+from toolcalls.workflows.models import (
     CallStatus,
     CapabilityPolicy,
     EditProposal,
@@ -27,7 +27,7 @@ from workflows.models import (
     ErrorCode,
     EventKind,
 )
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 OPS = {"groups": {"ops": ["alice", "bob"], "security": ["carol"]}}
 

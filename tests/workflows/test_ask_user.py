@@ -24,7 +24,7 @@ from tests.support.harness import (
     update_rejection,
     wait_for,
 )
-from workflows.models import (
+from toolcalls.workflows.models import (
     MAX_ANSWER_CHARS,
     MEMO_PENDING_QUESTION,
     SEARCH_CAPABILITIES,
@@ -44,7 +44,7 @@ from workflows.models import (
     UserAnswer,
     UserQuestion,
 )
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 ACCEPTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
 TIMER_STARTED = EventType.EVENT_TYPE_TIMER_STARTED

@@ -36,15 +36,15 @@ from tests.support.harness import (
     running_worker,
     start_call,
 )
-from workflows.client import (
+from toolcalls.workflows.client import (
     PAGE_TOKEN_TAG,
     CallConflict,
     Delivery,
     PayloadTooLarge,
     ToolCallClient,
 )
-from workflows.limits import PAYLOAD_LIMIT_BYTES, encoded_size
-from workflows.models import (
+from toolcalls.workflows.limits import PAYLOAD_LIMIT_BYTES, encoded_size
+from toolcalls.workflows.models import (
     SEARCH_STATUS,
     SEARCH_TOOL,
     CallStatus,
@@ -55,7 +55,7 @@ from workflows.models import (
     Phase,
     ToolCallRequest,
 )
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 ZLIB = b"binary/zlib"
 PROBE = timedelta(seconds=2)

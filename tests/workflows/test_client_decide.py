@@ -21,18 +21,18 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from tests.support.client import ASK, listed_pending, question_request, write_request
 from tests.support.harness import history_types, make_config, running_worker
-from workflows.client import (
+from toolcalls.workflows.client import (
     Delivery,
     NoPendingRequest,
     PayloadTooLarge,
     PendingCall,
     ToolCallClient,
 )
-from workflows.client_base import STILL_APPLYING
-from workflows.client_inline import signal_after_timeout
-from workflows.deadlines import LATE_UPDATE, deliver_by_id, deliver_by_of
-from workflows.limits import PAYLOAD_LIMIT_BYTES
-from workflows.models import (
+from toolcalls.workflows.client_base import STILL_APPLYING
+from toolcalls.workflows.client_inline import signal_after_timeout
+from toolcalls.workflows.deadlines import LATE_UPDATE, deliver_by_id, deliver_by_of
+from toolcalls.workflows.limits import PAYLOAD_LIMIT_BYTES
+from toolcalls.workflows.models import (
     ApprovalDecision,
     ApprovalRecord,
     ApprovalRequest,
@@ -44,7 +44,7 @@ from workflows.models import (
     QuestionStatus,
     ToolCallRequest,
 )
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 PROBE = timedelta(seconds=2)
 UPDATE_EVENTS = {

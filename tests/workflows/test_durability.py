@@ -30,8 +30,8 @@ from tests.support.harness import (
     wait_for,
 )
 from tests.support.tools import ProbeTools
-from worker.devserver import DevServer
-from workflows.models import (
+from toolcalls.worker.devserver import DevServer
+from toolcalls.workflows.models import (
     MEMO_PENDING_APPROVAL,
     MEMO_PENDING_QUESTION,
     SEARCH_STATUS,
@@ -41,7 +41,7 @@ from workflows.models import (
     EventKind,
     Phase,
 )
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 ALLOW_ALL = {"ceiling": {"default_effect": "allow"}}
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

@@ -22,10 +22,10 @@ from tests.support.harness import (
     wait_for,
 )
 from tests.support.parents import ParentInput, StepParent
-from worker.plugin import sandbox_runner
-from workflows.client import ToolCallClient
-from workflows.grants import MEMO_GRANT, Grant, GrantWorkflow, scope_key
-from workflows.models import (
+from toolcalls.worker.plugin import sandbox_runner
+from toolcalls.workflows.client import ToolCallClient
+from toolcalls.workflows.grants import MEMO_GRANT, Grant, GrantWorkflow, scope_key
+from toolcalls.workflows.models import (
     SEARCH_GRANT_SCOPE,
     SEARCH_STATUS,
     SEARCH_TOOL,
@@ -36,7 +36,7 @@ from workflows.models import (
     Phase,
     ToolCallRequest,
 )
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 GRANTS = {"max_grant_seconds": 3600, "rules": {"filesystem.write": {"approvers": ["alice"]}}}
 

@@ -22,11 +22,15 @@ from temporalio.worker import Replayer
 from tests.support.harness import history_types, make_config, running_worker
 from tests.support.inline import app_worker, inline_config, listed, start_parent, viewed
 from tests.support.parents import AgentParent, ParentInput
-from worker.plugin import sandbox_runner
-from workflows.client import Delivery, NoPendingRequest, ToolCallClient
-from workflows.client_inline import InlineRef, InlineRoutes
-from workflows.inline_models import INLINE_APPROVE, MEMO_INLINE_PENDING, InlineDecisionInput
-from workflows.models import (
+from toolcalls.worker.plugin import sandbox_runner
+from toolcalls.workflows.client import Delivery, NoPendingRequest, ToolCallClient
+from toolcalls.workflows.client_inline import InlineRef, InlineRoutes
+from toolcalls.workflows.inline_models import (
+    INLINE_APPROVE,
+    MEMO_INLINE_PENDING,
+    InlineDecisionInput,
+)
+from toolcalls.workflows.models import (
     SEARCH_INLINE_WAITING,
     CallState,
     CallStatus,

@@ -19,12 +19,12 @@ import pytest
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from activities.catalog import call_digest
 from tests.support.attestations import Attempted, DirectCaller, Step
 from tests.support.harness import make_config, running_worker
 from tests.support.inline import inline_config
-from worker.plugin import sandbox_runner
-from workflows.models import (
+from toolcalls.activities.catalog import call_digest
+from toolcalls.worker.plugin import sandbox_runner
+from toolcalls.workflows.models import (
     ApprovalRecord,
     ExecuteInput,
     InlineAttestation,

@@ -24,10 +24,10 @@ from tests.support.http_servers import serve, text
 from tests.support.inline import app_worker, inline_config, listed, start_parent
 from tests.support.parents import ParentInput
 from tests.support.plans import ReversedPlans
-from workflows.client import CallNotFound, Delivery, ToolCallClient
-from workflows.inline import NO_GRANTS
-from workflows.inline_host import MAX_MEMO_BYTES
-from workflows.models import (
+from toolcalls.workflows.client import CallNotFound, Delivery, ToolCallClient
+from toolcalls.workflows.inline import NO_GRANTS
+from toolcalls.workflows.inline_host import MAX_MEMO_BYTES
+from toolcalls.workflows.models import (
     SEARCH_INLINE_WAITING,
     CallStatus,
     CapabilityPolicy,
@@ -37,7 +37,7 @@ from workflows.models import (
     Phase,
     ToolCallRequest,
 )
-from workflows.parent import CallBudget
+from toolcalls.workflows.parent import CallBudget
 
 CHILD_STARTED = EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
 ALLOW_ALL = {"default_effect": "allow"}

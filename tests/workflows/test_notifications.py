@@ -9,7 +9,6 @@ from typing import Any
 
 from temporalio.client import Client
 
-from activities.notifications import SIGNATURE_HEADER, TIMESTAMP_HEADER, signature
 from tests.support.harness import (
     decision,
     make_config,
@@ -19,8 +18,9 @@ from tests.support.harness import (
     wait_for,
 )
 from tests.support.http_servers import LoopbackServer, serve, text
-from workflows.models import CallStatus, EventKind
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.activities.notifications import SIGNATURE_HEADER, TIMESTAMP_HEADER, signature
+from toolcalls.workflows.models import CallStatus, EventKind
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 SECRET = "webhook-secret-for-tests"
 ENV = "TOOLCALLS_TEST_WEBHOOK_SECRET"

@@ -19,7 +19,7 @@ from tests.support.harness import (
     start_call,
     wait_for,
 )
-from workflows.models import (
+from toolcalls.workflows.models import (
     CallStatus,
     CapabilityPolicy,
     Effect,
@@ -27,7 +27,7 @@ from workflows.models import (
     EventKind,
     Phase,
 )
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 ALLOW_ALL = {"ceiling": {"default_effect": "allow"}}
 

@@ -29,10 +29,10 @@ from tests.support.parents import (
     ParentOutput,
 )
 from tests.support.plans import ReversedPlans
-from worker.plugin import sandbox_runner
-from workflows.client import ToolCallClient
-from workflows.limits import CODEC_MARGIN_BYTES, PAYLOAD_LIMIT_BYTES
-from workflows.models import (
+from toolcalls.worker.plugin import sandbox_runner
+from toolcalls.workflows.client import ToolCallClient
+from toolcalls.workflows.limits import CODEC_MARGIN_BYTES, PAYLOAD_LIMIT_BYTES
+from toolcalls.workflows.models import (
     CallStatus,
     CapabilityPolicy,
     Effect,
@@ -40,7 +40,7 @@ from workflows.models import (
     Phase,
     ToolCallRequest,
 )
-from workflows.parent import REQUEST_LIMIT_BYTES, CallBudget
+from toolcalls.workflows.parent import REQUEST_LIMIT_BYTES, CallBudget
 
 CHILD_STARTED = EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
 

@@ -12,14 +12,14 @@ import pytest
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from activities.core import CORE
 from tests.support.harness import make_config, run_call, running_worker
 from tests.support.parents import AgentParent, DefinitionsInput, DefinitionsParent, ParentInput
 from tests.support.tools import ALL_FAMILIES
-from worker.config import ConfigError, build_catalog
-from worker.plugin import sandbox_runner
-from workflows.client import ToolCallClient
-from workflows.models import (
+from toolcalls.activities.core import CORE
+from toolcalls.worker.config import ConfigError, build_catalog
+from toolcalls.worker.plugin import sandbox_runner
+from toolcalls.workflows.client import ToolCallClient
+from toolcalls.workflows.models import (
     CallStatus,
     CapabilityPolicy,
     Effect,

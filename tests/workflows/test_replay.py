@@ -16,14 +16,14 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer, Worker
 
-from activities.runtime import ToolRuntime
 from tests.record_histories import EXPECTED_STATUS, HISTORIES
 from tests.support.harness import history_types, make_config, start_call
 from tests.support.tools import ALL_FAMILIES
-from worker.config import build_catalog
-from worker.plugin import sandbox_runner
-from workflows.models import WORKFLOW_NAME, CallStatus, ToolCallRequest, ToolCallResult
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.activities.runtime import ToolRuntime
+from toolcalls.worker.config import build_catalog
+from toolcalls.worker.plugin import sandbox_runner
+from toolcalls.workflows.models import WORKFLOW_NAME, CallStatus, ToolCallRequest, ToolCallResult
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 
 def _load(path: Path) -> WorkflowHistory:

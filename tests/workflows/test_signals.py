@@ -20,8 +20,8 @@ from tests.support.harness import (
     wait_for,
 )
 from tests.support.tools import ProbeTools
-from workflows.models import CallEvent, CallStatus, EventKind, QuestionStatus, UserAnswer
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models import CallEvent, CallStatus, EventKind, QuestionStatus, UserAnswer
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 
 def ignored(events: Sequence[CallEvent]) -> list[str]:

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
 
-from worker.inbox import rendering
-from worker.inbox.app import Inbox, Viewer, call_url, form_text
-from worker.inbox.auth import Refusal
-from worker.inbox.pages import call_page
-from worker.render import may_decide
-from workflows.client import Delivery, NoPendingRequest
-from workflows.models import (
+from toolcalls.worker.inbox import rendering
+from toolcalls.worker.inbox.app import Inbox, Viewer, call_url, form_text
+from toolcalls.worker.inbox.auth import Refusal
+from toolcalls.worker.inbox.pages import call_page
+from toolcalls.worker.render import may_decide
+from toolcalls.workflows.client import Delivery, NoPendingRequest
+from toolcalls.workflows.models import (
     MAX_ANSWER_CHARS,
     ApprovalDecision,
     ApprovalRequest,

@@ -4,7 +4,7 @@
 the sessions, the password checks and login limits, the templates. Every response carries a
 strict Content-Security-Policy (scripts and styles only from ``/static``, no inline code, no
 framing), ``X-Content-Type-Options: nosniff`` and ``Cache-Control: no-store``; templates
-autoescape everything. The pages and actions are in ``worker.inbox.pages``.
+autoescape everything. The pages and actions are in ``toolcalls.worker.inbox.pages``.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from worker.inbox import rendering
-from worker.inbox.auth import (
+from toolcalls.worker.inbox import rendering
+from toolcalls.worker.inbox.auth import (
     Identity,
     LoginLimiter,
     Passwords,
@@ -27,10 +27,10 @@ from worker.inbox.auth import (
     key_of,
     proxy_identity,
 )
-from worker.inbox.settings import InboxSection
-from worker.render import may_decide, when
-from workflows.client import ToolCallClient
-from workflows.models import ToolCallResult
+from toolcalls.worker.inbox.settings import InboxSection
+from toolcalls.worker.render import may_decide, when
+from toolcalls.workflows.client import ToolCallClient
+from toolcalls.workflows.models import ToolCallResult
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -280,7 +280,7 @@ def app(inbox: Inbox) -> Starlette:
     from starlette.routing import Mount, Route
     from starlette.staticfiles import StaticFiles
 
-    from worker.inbox import actions, login, pages
+    from toolcalls.worker.inbox import actions, login, pages
 
     def bound(handler: Any) -> Any:
         async def endpoint(request: Request) -> Response:

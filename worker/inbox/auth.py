@@ -26,8 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from worker.config import ConfigError
-from worker.inbox.settings import InboxSection, InboxUser, check_user_name
+from toolcalls.worker.config import ConfigError
+from toolcalls.worker.inbox.settings import InboxSection, InboxUser, check_user_name
 
 MIN_SECRET_CHARS = 32
 MAX_PASSWORD_CHARS = 1024

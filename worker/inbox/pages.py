@@ -2,9 +2,9 @@
 updates poll.
 
 A page shows the actions only to people the approver rules allow (the actions themselves, and the
-same check again, are in ``worker.inbox.actions``). Everything comes from ``ToolCallClient``:
-``pending()`` for the list, ``status()`` for a call, ``finished()`` and ``result_of()`` for the
-recent decisions.
+same check again, are in ``toolcalls.worker.inbox.actions``). Everything comes from
+``ToolCallClient``: ``pending()`` for the list, ``status()`` for a call, ``finished()`` and
+``result_of()`` for the recent decisions.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from urllib.parse import quote
 from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from worker.inbox import rendering
-from worker.inbox.app import Inbox, Viewer
-from worker.inbox.auth import Refusal
-from worker.payloads.codec import PayloadKeyError
-from worker.payloads.storage import PayloadStoreError
-from worker.render import when
-from workflows.client import CallView, FinishedCall, PendingCall
-from workflows.models import ApprovalRequest, GrantScope, ToolCallResult
+from toolcalls.worker.inbox import rendering
+from toolcalls.worker.inbox.app import Inbox, Viewer
+from toolcalls.worker.inbox.auth import Refusal
+from toolcalls.worker.payloads.codec import PayloadKeyError
+from toolcalls.worker.payloads.storage import PayloadStoreError
+from toolcalls.worker.render import when
+from toolcalls.workflows.client import CallView, FinishedCall, PendingCall
+from toolcalls.workflows.models import ApprovalRequest, GrantScope, ToolCallResult
 
 if TYPE_CHECKING:
     from starlette.requests import Request

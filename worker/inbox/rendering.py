@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from activities.processes.code_env import loads_code
-from worker.render import elapsed, may_decide, preview_line, when
-from workflows.client import PendingCall
-from workflows.models import (
+from toolcalls.activities.processes.code_env import loads_code
+from toolcalls.worker.render import elapsed, may_decide, preview_line, when
+from toolcalls.workflows.client import PendingCall
+from toolcalls.workflows.models import (
     ApprovalRecord,
     ApprovalRequest,
     CallEvent,

@@ -25,16 +25,16 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TextIO
 
-from activities.family import Extra
-from worker.arguments import EXIT_OK, EXIT_USAGE, CommandError
-from worker.commands import connect_tools
-from worker.config import Config, ConfigError
-from worker.inbox.auth import MAX_PASSWORD_CHARS, hash_password, session_secret
-from worker.inbox.settings import InboxSection, InboxUser
-from worker.payloads.server import split_listen
-from worker.payloads.settings import is_loopback
-from worker.run import stop_on_signals
-from workflows.client import ToolCallClient
+from toolcalls.activities.family import Extra
+from toolcalls.worker.arguments import EXIT_OK, EXIT_USAGE, CommandError
+from toolcalls.worker.commands import connect_tools
+from toolcalls.worker.config import Config, ConfigError
+from toolcalls.worker.inbox.auth import MAX_PASSWORD_CHARS, hash_password, session_secret
+from toolcalls.worker.inbox.settings import InboxSection, InboxUser
+from toolcalls.worker.payloads.server import split_listen
+from toolcalls.worker.payloads.settings import is_loopback
+from toolcalls.worker.run import stop_on_signals
+from toolcalls.workflows.client import ToolCallClient
 
 INBOX_EXTRA = Extra("inbox", ("starlette", "uvicorn", "jinja2", "argon2", "multipart"))
 DEV_USER = "dev"
@@ -119,7 +119,7 @@ class _Server:
     def __init__(self, plan: Plan, calls: ToolCallClient) -> None:
         import uvicorn
 
-        from worker.inbox.app import Inbox, app
+        from toolcalls.worker.inbox.app import Inbox, app
 
         self.inbox = Inbox(calls, plan.section, plan.secret)
         config = uvicorn.Config(

@@ -15,10 +15,10 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from activities.network.http_paths import check_env_name
-from worker.payloads.settings import is_loopback
-from workflows.approvers import ApproversSettings
-from workflows.models import MAX_APPROVER_CHARS
+from toolcalls.activities.network.http_paths import check_env_name
+from toolcalls.worker.payloads.settings import is_loopback
+from toolcalls.workflows.approvers import ApproversSettings
+from toolcalls.workflows.models import MAX_APPROVER_CHARS
 
 DEFAULT_LISTEN = "127.0.0.1:8234"
 DEFAULT_SESSION_HOURS = 8.0

@@ -11,6 +11,6 @@ section; it is the only module that loads without the ``mcp`` extra.
 
 from __future__ import annotations
 
-from activities.family import Extra
+from toolcalls.activities.family import Extra
 
 MCP_EXTRA = Extra("mcp", ("mcp", "starlette", "uvicorn"))

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from worker.config import ConfigError
-from worker.payloads.server import MIN_TOKEN_CHARS
+from toolcalls.worker.config import ConfigError
+from toolcalls.worker.payloads.server import MIN_TOKEN_CHARS
 
 log = logging.getLogger("toolcalls.mcp")
 

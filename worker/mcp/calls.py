@@ -1,9 +1,9 @@
 """``tools/call``: start (or join) the call's ``ToolCallWorkflow`` and wait for its result.
 
-The request names its call (``worker.mcp.front``), so a retried request never starts a second
-one. While the call runs or waits, a ``Follower`` reports progress and asks through the client;
-on 2026-07-28 a form ends the request with ``input_required`` and the client's retry, carrying
-the user's response, continues the same call (``worker.mcp.rounds``).
+The request names its call (``toolcalls.worker.mcp.front``), so a retried request never starts a
+second one. While the call runs or waits, a ``Follower`` reports progress and asks through the
+client; on 2026-07-28 a form ends the request with ``input_required`` and the client's retry,
+carrying the user's response, continues the same call (``toolcalls.worker.mcp.rounds``).
 What becomes of the request does not decide the call, with one exception:
 
 - an MCP cancellation (``notifications/cancelled``) cancels the workflow: a running process is
@@ -26,13 +26,13 @@ from mcp.shared.exceptions import MCPError
 from temporalio.client import WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
 
-from worker.mcp.elicit import Form
-from worker.mcp.follow import Follower
-from worker.mcp.front import Front
-from worker.mcp.results import call_result, tool_error
-from worker.mcp.rounds import input_required, resume
-from workflows.client import CallConflict, PayloadTooLarge, Started
-from workflows.models import ErrorCode, ToolCallRequest, ToolCallResult
+from toolcalls.worker.mcp.elicit import Form
+from toolcalls.worker.mcp.follow import Follower
+from toolcalls.worker.mcp.front import Front
+from toolcalls.worker.mcp.results import call_result, tool_error
+from toolcalls.worker.mcp.rounds import input_required, resume
+from toolcalls.workflows.client import CallConflict, PayloadTooLarge, Started
+from toolcalls.workflows.models import ErrorCode, ToolCallRequest, ToolCallResult
 
 META_FRONT = {"front": "mcp"}
 """``ToolCallRequest.metadata`` of every call started here, for correlation in history."""

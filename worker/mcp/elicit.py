@@ -18,8 +18,13 @@ from typing import Any, Literal
 
 import mcp_types as types
 
-from worker.render import compact, shorten, when
-from workflows.models import MAX_ANSWER_CHARS, MAX_REASON_CHARS, ApprovalRequest, UserQuestion
+from toolcalls.worker.render import compact, shorten, when
+from toolcalls.workflows.models import (
+    MAX_ANSWER_CHARS,
+    MAX_REASON_CHARS,
+    ApprovalRequest,
+    UserQuestion,
+)
 
 PREVIEW_CHARS = 4_000
 """The approval form shows each preview artifact's text up to this many characters."""

@@ -5,11 +5,11 @@ The follower reads the call's state (``ToolCallClient.status``) about once a sec
 the phase changes and every ``KEEPALIVE_SECONDS`` while it lasts (clients that reset their
 request timeout on progress keep waiting), and only when the client asked for progress. When the
 call waits for the user's answer, or for an approval the MCP user may give, it asks through the
-client's elicitation (``worker.mcp.elicit``): on the handshake protocols as a request to the
-client, in a task of its own so progress goes on while the form is open, a form whose request was
-settled elsewhere (the inbox, the CLI) being withdrawn; on 2026-07-28, which lets no server send
+client's elicitation (``toolcalls.worker.mcp.elicit``): on the handshake protocols as a request to
+the client, in a task of its own so progress goes on while the form is open, a form whose request
+was settled elsewhere (the inbox, the CLI) being withdrawn; on 2026-07-28, which lets no server send
 requests, by ending the wait with the form as the request's ``input_required`` result
-(``worker.mcp.rounds``). A request that asked for no progress, from a client that takes no
+(``toolcalls.worker.mcp.rounds``). A request that asked for no progress, from a client that takes no
 forms, is not followed at all.
 
 Nothing here decides the call: an answer or a decision goes to the workflow through
@@ -28,10 +28,16 @@ import anyio.abc
 import mcp_types as types
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from worker.mcp.elicit import Form, approval_verdict, may_decide, question_answer, takes_forms
-from worker.mcp.front import Front
-from workflows.client import CallView, Delivery, NoPendingRequest, Outcome
-from workflows.models import ApprovalDecision, Phase
+from toolcalls.worker.mcp.elicit import (
+    Form,
+    approval_verdict,
+    may_decide,
+    question_answer,
+    takes_forms,
+)
+from toolcalls.worker.mcp.front import Front
+from toolcalls.workflows.client import CallView, Delivery, NoPendingRequest, Outcome
+from toolcalls.workflows.models import ApprovalDecision, Phase
 
 POLL_SECONDS = 1.0
 SLOW_POLL_SECONDS = 5.0

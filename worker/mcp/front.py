@@ -25,9 +25,9 @@ from typing import Any
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from activities.catalog import Catalog
-from worker.mcp.tools import tool_definitions
-from workflows.client import ToolCallClient
+from toolcalls.activities.catalog import Catalog
+from toolcalls.worker.mcp.tools import tool_definitions
+from toolcalls.workflows.client import ToolCallClient
 
 IDEMPOTENCY_KEY = "toolcalls/idempotency_key"
 """The ``_meta`` key of a ``tools/call`` request that names its call across retries."""

@@ -23,9 +23,9 @@ import mcp_types as types
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 
-from worker.mcp.elicit import Form
-from worker.mcp.follow import deliver
-from worker.mcp.front import Front
+from toolcalls.worker.mcp.elicit import Form
+from toolcalls.worker.mcp.follow import deliver
+from toolcalls.worker.mcp.front import Front
 
 INPUT_KEY = "toolcalls"
 """The key of the one form an ``input_required`` result holds."""

@@ -1,15 +1,15 @@
 """``toolcalls mcp``: the deployment's tools as an MCP server, over stdio or streamable HTTP.
 
 Built on the official SDK's low-level ``Server``: ``tools/list`` answers from the catalog
-(``worker.mcp.tools``), ``tools/call`` runs a ``ToolCallWorkflow`` (``worker.mcp.calls``). It
-connects to Temporal like the other commands and needs a toolcalls worker serving the
-deployment; it says so at start when none is, and a call fails with ``tool_unavailable`` while
-none is.
+(``toolcalls.worker.mcp.tools``), ``tools/call`` runs a ``ToolCallWorkflow``
+(``toolcalls.worker.mcp.calls``). It connects to Temporal like the other commands and needs a
+toolcalls worker serving the deployment; it says so at start when none is, and a call fails with
+``tool_unavailable`` while none is.
 
 Over HTTP (``--http HOST:PORT``, ``[mcp] listen``, loopback by default) the MCP endpoint is
 ``/mcp`` and every request must carry the bearer token of ``[mcp] token_env``
-(``worker.mcp.auth``); on a loopback address the SDK also refuses requests whose ``Host`` or
-``Origin`` is not local (DNS rebinding).
+(``toolcalls.worker.mcp.auth``); on a loopback address the SDK also refuses requests whose ``Host``
+or ``Origin`` is not local (DNS rebinding).
 """
 
 from __future__ import annotations
@@ -26,17 +26,17 @@ import uvicorn
 from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 
-from activities.catalog import Catalog
-from worker.arguments import EXIT_OK, default_approver
-from worker.commands import connect_tools
-from worker.config import Config, ConfigError, build_catalog
-from worker.mcp.auth import BearerToken, token_from
-from worker.mcp.calls import call_tool
-from worker.mcp.front import IDEMPOTENCY_KEY, Front
-from worker.mcp.rounds import state_boundary
-from worker.payloads.server import split_listen
-from worker.run import stop_on_signals
-from workflows.client import ToolCallClient
+from toolcalls.activities.catalog import Catalog
+from toolcalls.worker.arguments import EXIT_OK, default_approver
+from toolcalls.worker.commands import connect_tools
+from toolcalls.worker.config import Config, ConfigError, build_catalog
+from toolcalls.worker.mcp.auth import BearerToken, token_from
+from toolcalls.worker.mcp.calls import call_tool
+from toolcalls.worker.mcp.front import IDEMPOTENCY_KEY, Front
+from toolcalls.worker.mcp.rounds import state_boundary
+from toolcalls.worker.payloads.server import split_listen
+from toolcalls.worker.run import stop_on_signals
+from toolcalls.workflows.client import ToolCallClient
 
 MCP_PATH = "/mcp"
 SERVER_NAME = "toolcalls"

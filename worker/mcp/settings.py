@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from activities.network.http_paths import check_env_name
-from workflows.models import MAX_APPROVER_CHARS
+from toolcalls.activities.network.http_paths import check_env_name
+from toolcalls.workflows.models import MAX_APPROVER_CHARS
 
 DEFAULT_LISTEN = "127.0.0.1:8765"
 DEFAULT_TOKEN_ENV = "TOOLCALLS_MCP_TOKEN"

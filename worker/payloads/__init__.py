@@ -6,5 +6,5 @@
 - ``converter``: the one data converter every client, worker and replayer of a deployment uses;
 - ``server``: ``toolcalls codec-server``, Temporal's remote codec protocol for its UI and CLI.
 
-Nothing is imported here, so that ``worker.config`` can import the settings alone.
+Nothing is imported here, so that ``toolcalls.worker.config`` can import the settings alone.
 """

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
 
-from worker.payloads.keys import Keyring
+from toolcalls.worker.payloads.keys import Keyring
 
 ENCODING = b"binary/encrypted"
 KEY_ID = "encryption-key-id"

@@ -22,14 +22,14 @@ from temporalio.converter import (
     StorageDriver,
 )
 
-from activities.family import Extra
-from activities.limits import MAX_PAYLOAD_BYTES
-from worker.config import Config, ConfigError, load_config
-from worker.payloads.codec import EncryptionCodec, KeylessCodec
-from worker.payloads.keys import KeysError, load_keys
-from worker.payloads.settings import PayloadsSection, Store
-from worker.payloads.storage import LocalStorageDriver, SessionS3Client
-from workflows.client import pydantic_converter
+from toolcalls.activities.family import Extra
+from toolcalls.activities.limits import MAX_PAYLOAD_BYTES
+from toolcalls.worker.config import Config, ConfigError, load_config
+from toolcalls.worker.payloads.codec import EncryptionCodec, KeylessCodec
+from toolcalls.worker.payloads.keys import KeysError, load_keys
+from toolcalls.worker.payloads.settings import PayloadsSection, Store
+from toolcalls.worker.payloads.storage import LocalStorageDriver, SessionS3Client
+from toolcalls.workflows.client import pydantic_converter
 
 CODEC_EXTRA = Extra("codec", ("cryptography",))
 S3_EXTRA = Extra("s3", ("aioboto3", "types_aiobotocore_s3"))

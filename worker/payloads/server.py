@@ -38,11 +38,11 @@ from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
 from temporalio.converter import PayloadCodec
 
-from activities.family import Extra
-from worker.config import Config, ConfigError
-from worker.payloads.codec import PayloadKeyError
-from worker.payloads.converter import payload_pipeline
-from worker.payloads.settings import CodecServerSection, is_loopback
+from toolcalls.activities.family import Extra
+from toolcalls.worker.config import Config, ConfigError
+from toolcalls.worker.payloads.codec import PayloadKeyError
+from toolcalls.worker.payloads.converter import payload_pipeline
+from toolcalls.worker.payloads.settings import CodecServerSection, is_loopback
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette

@@ -15,7 +15,7 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from activities.limits import MAX_PAYLOAD_BYTES, MAX_STORED_RESULT_BYTES
+from toolcalls.activities.limits import MAX_PAYLOAD_BYTES, MAX_STORED_RESULT_BYTES
 
 DEFAULT_LISTEN = "127.0.0.1:8081"
 DEFAULT_THRESHOLD_BYTES = 256 * 1024

@@ -3,14 +3,14 @@
 ``settings`` (the ``[telemetry]`` section, ``log_format``), ``logs`` (the JSON formatter),
 ``tracing`` (the SDK's OpenTelemetry interceptor and the ``OTEL_*`` exporters, with the ``otel``
 extra), ``endpoint`` (the SDK's runtime metrics and the ``/metrics``, ``/healthz``, ``/readyz``
-listener). The metrics themselves are recorded where they happen: ``workflows.telemetry`` and
-``activities.telemetry``; docs/observability.md lists them all.
+listener). The metrics themselves are recorded where they happen: ``toolcalls.workflows.telemetry``
+and ``toolcalls.activities.telemetry``; docs/observability.md lists them all.
 """
 
-from worker.telemetry.endpoint import Health, MetricsEndpoint, metrics_runtime
-from worker.telemetry.logs import JsonFormatter, configure_logging
-from worker.telemetry.settings import LogFormat, TelemetrySection
-from worker.telemetry.tracing import (
+from toolcalls.worker.telemetry.endpoint import Health, MetricsEndpoint, metrics_runtime
+from toolcalls.worker.telemetry.logs import JsonFormatter, configure_logging
+from toolcalls.worker.telemetry.settings import LogFormat, TelemetrySection
+from toolcalls.worker.telemetry.tracing import (
     TracingUnavailable,
     install_tracer_provider,
     tracing_configured,

@@ -24,8 +24,8 @@ from temporalio.client import Client
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.worker import Worker
 
-from activities.telemetry import TOOL_DURATION, TOOL_DURATION_BUCKETS
-from workflows.telemetry import APPROVAL_WAIT, APPROVAL_WAIT_BUCKETS
+from toolcalls.activities.telemetry import TOOL_DURATION, TOOL_DURATION_BUCKETS
+from toolcalls.workflows.telemetry import APPROVAL_WAIT, APPROVAL_WAIT_BUCKETS
 
 log = logging.getLogger("toolcalls.telemetry")
 

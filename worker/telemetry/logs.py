@@ -17,7 +17,7 @@ from typing import Any
 
 from temporalio import activity, workflow
 
-from worker.telemetry.settings import LogFormat
+from toolcalls.worker.telemetry.settings import LogFormat
 
 CALL_FIELDS = ("call_id", "workflow_id", "tool", "status", "error_code")
 """A record's extra keys that become fields of their own."""

@@ -4,7 +4,8 @@ What it can touch: the one base URL its table names, and nothing else. The model
 below the base, a method among the allowed ones, query parameters and a JSON body; it never
 chooses the origin, the base path, headers, limits or credentials. How it is confined:
 
-- the path is checked (``activities.network.http_paths``) and appended to the base URL as text,
+- the path is checked (``toolcalls.activities.network.http_paths``) and appended to the base URL as
+text,
   so traversal, absolute and scheme-relative URLs and their encoded forms never reach a request;
 - requests go through the network guard, pinned to the addresses it resolved and checked, with
   any address and port admitted (the destination is the deployment's choice, internal services
@@ -20,14 +21,14 @@ methods ``<name>`` and ``prepare_<name>`` are the tool, as the catalog and the r
 every family; the worker builds one instance of it per configured tool.
 """
 
-from activities.network.http_api.models import (
+from toolcalls.activities.network.http_api.models import (
     HttpRequestArgs,
     HttpResponseResult,
     arguments_model,
     encode_body,
     http_capabilities,
 )
-from activities.network.http_api.tools import USER_AGENT, HttpTools, http_tool_spec
+from toolcalls.activities.network.http_api.tools import USER_AGENT, HttpTools, http_tool_spec
 
 __all__ = [
     "USER_AGENT",

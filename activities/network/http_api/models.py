@@ -14,10 +14,14 @@ from pydantic import (
     field_validator,
 )
 
-from activities.base import ToolArgs, ToolResult
-from activities.network.http_paths import MAX_PATH_CHARS, MAX_QUERY_PARAMS, check_path
-from activities.network.settings import HTTP_READ_METHODS, HTTP_REQUEST_BYTES, HttpToolSettings
-from activities.storage.values import JsonText
+from toolcalls.activities.base import ToolArgs, ToolResult
+from toolcalls.activities.network.http_paths import MAX_PATH_CHARS, MAX_QUERY_PARAMS, check_path
+from toolcalls.activities.network.settings import (
+    HTTP_READ_METHODS,
+    HTTP_REQUEST_BYTES,
+    HttpToolSettings,
+)
+from toolcalls.activities.storage.values import JsonText
 
 BodyEncoding = Literal["json", "text", "base64"]
 

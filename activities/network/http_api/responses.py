@@ -10,8 +10,8 @@ from typing import cast
 import httpx
 from pydantic import JsonValue
 
-from activities.network.http_api.models import BodyEncoding, HttpResponseResult
-from activities.storage.values import check_value
+from toolcalls.activities.network.http_api.models import BodyEncoding, HttpResponseResult
+from toolcalls.activities.storage.values import check_value
 
 RESULT_HEADERS = (
     "content-type",

@@ -9,12 +9,12 @@ from collections.abc import Mapping
 from datetime import timedelta
 from urllib.parse import quote
 
-from activities.base import CallContext
-from activities.catalog import Timeouts, ToolSpec
-from activities.errors import tool_error
-from activities.heartbeat import Heartbeat
-from activities.network.failures import nothing_sent
-from activities.network.guard import (
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.catalog import Timeouts, ToolSpec
+from toolcalls.activities.errors import tool_error
+from toolcalls.activities.heartbeat import Heartbeat
+from toolcalls.activities.network.failures import nothing_sent
+from toolcalls.activities.network.guard import (
     DNS_TIMEOUT_SECONDS,
     Limits,
     NetworkError,
@@ -26,17 +26,17 @@ from activities.network.guard import (
     URLRefused,
     any_address,
 )
-from activities.network.http_api.models import (
+from toolcalls.activities.network.http_api.models import (
     HttpRequestArgs,
     HttpResponseResult,
     arguments_model,
     encode_body,
     http_capabilities,
 )
-from activities.network.http_api.responses import build_result
-from activities.network.http_paths import PathProblem, build_url, check_header_value
-from activities.network.settings import HTTP_READ_METHODS, HttpToolSettings
-from workflows.models import ErrorCode, Prepared, PreviewArtifact, SideEffect
+from toolcalls.activities.network.http_api.responses import build_result
+from toolcalls.activities.network.http_paths import PathProblem, build_url, check_header_value
+from toolcalls.activities.network.settings import HTTP_READ_METHODS, HttpToolSettings
+from toolcalls.workflows.models import ErrorCode, Prepared, PreviewArtifact, SideEffect
 
 IDEMPOTENCY_SAFE = ":/-_.~@+=!$&'()*,;"
 """Characters of an idempotency key sent as they are; anything else (non-ASCII, spaces, control

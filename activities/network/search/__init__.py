@@ -3,17 +3,17 @@
 ``tools`` holds the family and its error mapping; ``brave``, ``duckduckgo`` and ``wikipedia`` each
 build their engine's request and parse its answer into the one result shape of ``models``;
 ``text`` makes provider text and links safe to pass on. Every request goes through
-``activities.network.guard``.
+``toolcalls.activities.network.guard``.
 """
 
-from activities.network.search.models import (
+from toolcalls.activities.network.search.models import (
     SearchHit,
     WebSearchArgs,
     WebSearchResult,
     engine_listing,
     web_search_args,
 )
-from activities.network.search.tools import WebSearchTools
+from toolcalls.activities.network.search.tools import WebSearchTools
 
 __all__ = [
     "SearchHit",

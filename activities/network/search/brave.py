@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities.network.search.engine import (
+from toolcalls.activities.network.search.engine import (
     EngineRequest,
     Page,
     UnexpectedAnswer,
     endpoint,
     load_json,
 )
-from activities.network.search.models import (
+from toolcalls.activities.network.search.models import (
     MAX_SNIPPET_CHARS,
     MAX_TITLE_CHARS,
     SearchHit,
     WebSearchArgs,
 )
-from activities.network.search.text import plain_text, result_url
+from toolcalls.activities.network.search.text import plain_text, result_url
 
 ENDPOINT = "https://api.search.brave.com/res/v1/web/search"
 KEY_HEADER = "X-Subscription-Token"

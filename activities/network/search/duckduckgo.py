@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from urllib.parse import parse_qs, urlsplit
 
-from activities.network.search.engine import (
+from toolcalls.activities.network.search.engine import (
     MAX_BODY_BYTES,
     Challenge,
     EngineRequest,
@@ -27,13 +27,13 @@ from activities.network.search.engine import (
     UnexpectedAnswer,
     endpoint,
 )
-from activities.network.search.models import (
+from toolcalls.activities.network.search.models import (
     MAX_SNIPPET_CHARS,
     MAX_TITLE_CHARS,
     SearchHit,
     WebSearchArgs,
 )
-from activities.network.search.text import clip, result_url
+from toolcalls.activities.network.search.text import clip, result_url
 
 ENDPOINT = "https://html.duckduckgo.com/html/"
 FRESHNESS = {"day": "d", "week": "w", "month": "m", "year": "y"}

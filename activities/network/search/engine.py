@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from activities.network.search.models import SearchHit
+from toolcalls.activities.network.search.models import SearchHit
 
 MAX_BODY_BYTES = 2_000_000
 """The guard stops reading at 2,000,000 bytes (spec); a parser refuses anything longer again."""

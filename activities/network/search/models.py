@@ -16,8 +16,8 @@ from pydantic import (
     field_validator,
 )
 
-from activities.base import ToolArgs, ToolResult
-from activities.network.settings import SEARCH_ENGINES, SearchEngine
+from toolcalls.activities.base import ToolArgs, ToolResult
+from toolcalls.activities.network.settings import SEARCH_ENGINES, SearchEngine
 
 MAX_QUERY_CHARS = 400
 MAX_QUERY_WORDS = 50

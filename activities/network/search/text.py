@@ -7,8 +7,8 @@ import unicodedata
 from html.parser import HTMLParser
 from urllib.parse import urlsplit
 
-from activities.network.guard import public_only
-from activities.network.search.models import MAX_URL_CHARS
+from toolcalls.activities.network.guard import public_only
+from toolcalls.activities.network.search.models import MAX_URL_CHARS
 
 MARKUP_FACTOR = 8
 """Markup longer than this many times the text limit is cut before it is parsed."""

@@ -14,10 +14,10 @@ import os
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 
-from activities.base import CallContext
-from activities.errors import tool_error
-from activities.heartbeat import Heartbeat
-from activities.network.guard import (
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.errors import tool_error
+from toolcalls.activities.heartbeat import Heartbeat
+from toolcalls.activities.network.guard import (
     GuardedResponse,
     Limits,
     NetworkError,
@@ -30,17 +30,17 @@ from activities.network.guard import (
     URLRefused,
     retry_after,
 )
-from activities.network.search import brave, duckduckgo, wikipedia
-from activities.network.search.engine import (
+from toolcalls.activities.network.search import brave, duckduckgo, wikipedia
+from toolcalls.activities.network.search.engine import (
     MAX_BODY_BYTES,
     Challenge,
     EngineRequest,
     Page,
     UnexpectedAnswer,
 )
-from activities.network.search.models import Engine, WebSearchArgs, WebSearchResult
-from activities.network.settings import WebSearchSettings
-from workflows.models import ErrorCode
+from toolcalls.activities.network.search.models import Engine, WebSearchArgs, WebSearchResult
+from toolcalls.activities.network.settings import WebSearchSettings
+from toolcalls.workflows.models import ErrorCode
 
 TOOL = "web_search"
 LIMITS = Limits(

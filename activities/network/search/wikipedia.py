@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from activities.network.search.engine import (
+from toolcalls.activities.network.search.engine import (
     EngineRequest,
     Page,
     UnexpectedAnswer,
     endpoint,
     load_json,
 )
-from activities.network.search.models import (
+from toolcalls.activities.network.search.models import (
     MAX_DESCRIPTION_CHARS,
     MAX_SNIPPET_CHARS,
     MAX_TITLE_CHARS,
@@ -20,7 +20,7 @@ from activities.network.search.models import (
     SearchHit,
     WebSearchArgs,
 )
-from activities.network.search.text import clip, plain_text
+from toolcalls.activities.network.search.text import clip, plain_text
 
 ENDPOINT = "https://en.wikipedia.org/w/rest.php/v1/search/page"
 ARTICLE_BASE = "https://en.wikipedia.org/wiki/"

@@ -10,7 +10,7 @@ output cap and its whole process group is killed when it ends. Repository config
 still applies. This is host execution, not a sandbox.
 """
 
-from activities.processes.git.args import (
+from toolcalls.activities.processes.git.args import (
     DESCRIPTION,
     READ_ONLY_DESCRIPTION,
     GitArgs,
@@ -18,8 +18,8 @@ from activities.processes.git.args import (
     GitReadArgs,
     git_capabilities,
 )
-from activities.processes.git.family import GIT, GIT_TOOLS
-from activities.processes.git.tools import GitTools, resolve_executable, settings_problems
+from toolcalls.activities.processes.git.family import GIT, GIT_TOOLS
+from toolcalls.activities.processes.git.tools import GitTools, resolve_executable, settings_problems
 
 __all__ = [
     "DESCRIPTION",

@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from activities.base import ToolArgs
+from toolcalls.activities.base import ToolArgs
 
 ReadOperation = Literal["status", "diff", "log", "show"]
 Operation = Literal["status", "diff", "log", "show", "add", "commit"]

@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
-from activities.processes.git.args import GitCall
-from activities.processes.settings import GitSettings
+from toolcalls.activities.processes.git.args import GitCall
+from toolcalls.activities.processes.settings import GitSettings
 
 EMPTY_HOME = "/nonexistent"
 """``HOME`` and ``XDG_CONFIG_HOME`` for git: a fixed path with nothing in it, so the approved

@@ -8,20 +8,20 @@ from datetime import timedelta
 
 from pydantic import Field
 
-from activities.catalog import Timeouts, ToolSpec
-from activities.family import Deployment, Family, FamilySettings, Resources
-from activities.processes.family import process_ledger
-from activities.processes.git.args import (
+from toolcalls.activities.catalog import Timeouts, ToolSpec
+from toolcalls.activities.family import Deployment, Family, FamilySettings, Resources
+from toolcalls.activities.processes.family import process_ledger
+from toolcalls.activities.processes.git.args import (
     DESCRIPTION,
     READ_ONLY_DESCRIPTION,
     GitArgs,
     GitReadArgs,
     git_capabilities,
 )
-from activities.processes.git.tools import GitTools, settings_problems
-from activities.processes.runner import ProcessResult
-from activities.processes.settings import GitSettings
-from workflows.models import SideEffect
+from toolcalls.activities.processes.git.tools import GitTools, settings_problems
+from toolcalls.activities.processes.runner import ProcessResult
+from toolcalls.activities.processes.settings import GitSettings
+from toolcalls.workflows.models import SideEffect
 
 GIT_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(

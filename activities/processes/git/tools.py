@@ -10,12 +10,12 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.base import CallContext
-from activities.errors import tool_error
-from activities.heartbeat import Heartbeat
-from activities.processes.commands import fit
-from activities.processes.git.args import GitCall
-from activities.processes.git.command import (
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.errors import tool_error
+from toolcalls.activities.heartbeat import Heartbeat
+from toolcalls.activities.processes.commands import fit
+from toolcalls.activities.processes.git.args import GitCall
+from toolcalls.activities.processes.git.command import (
     FILTER_LISTING,
     env_problems,
     environment,
@@ -24,7 +24,7 @@ from activities.processes.git.command import (
     global_options,
     operation_argv,
 )
-from activities.processes.runner import (
+from toolcalls.activities.processes.runner import (
     ProcessLedger,
     ProcessResult,
     ProcessSpec,
@@ -32,8 +32,12 @@ from activities.processes.runner import (
     run_process,
     usable_budget,
 )
-from activities.processes.settings import MAX_OUTPUT_BYTES, MAX_TIMEOUT_SECONDS, GitSettings
-from workflows.models import ErrorCode, Prepared, PreviewArtifact
+from toolcalls.activities.processes.settings import (
+    MAX_OUTPUT_BYTES,
+    MAX_TIMEOUT_SECONDS,
+    GitSettings,
+)
+from toolcalls.workflows.models import ErrorCode, Prepared, PreviewArtifact
 
 LISTING_TIMEOUT_SECONDS = 5.0
 """Reading the filter configuration; well inside the activity's 10 s heartbeat timeout."""

@@ -14,10 +14,6 @@ from typing import Any
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.calendar.models import CreateCalendarEventArgs, ListCalendarEventsArgs
-from activities.calendar.settings import CalendarSettings
-from activities.calendar.tokens import PageToken, creation_id
-from activities.calendar.tools import CalendarTools
 from tests.activities.calendar.conftest import Radicale, TLSRadicale
 from tests.support.calendars import (
     PASSWORD,
@@ -29,7 +25,11 @@ from tests.support.calendars import (
     run,
     single,
 )
-from workflows.models import ErrorCode
+from toolcalls.activities.calendar.models import CreateCalendarEventArgs, ListCalendarEventsArgs
+from toolcalls.activities.calendar.settings import CalendarSettings
+from toolcalls.activities.calendar.tokens import PageToken, creation_id
+from toolcalls.activities.calendar.tools import CalendarTools
+from toolcalls.workflows.models import ErrorCode
 
 WEEK = {"start": "2026-01-05T00:00:00+01:00", "end": "2026-01-12T00:00:00+01:00"}
 LUNCH = {

@@ -10,13 +10,19 @@ from typing import Any
 
 import pytest
 
-from activities.calendar import CALENDAR, CalendarTools
-from activities.calendar.caldav import CalDAVCalendar
-from activities.calendar.google import GoogleCalendar
-from activities.calendar.outlook import OutlookCalendar
-from activities.family import Extra
-from worker.config import ConfigError, build_catalog, config_problems, load_config, parse_config
-from worker.plugin import build_instances
+from toolcalls.activities.calendar import CALENDAR, CalendarTools
+from toolcalls.activities.calendar.caldav import CalDAVCalendar
+from toolcalls.activities.calendar.google import GoogleCalendar
+from toolcalls.activities.calendar.outlook import OutlookCalendar
+from toolcalls.activities.family import Extra
+from toolcalls.worker.config import (
+    ConfigError,
+    build_catalog,
+    config_problems,
+    load_config,
+    parse_config,
+)
+from toolcalls.worker.plugin import build_instances
 
 TOOLS = ["list_calendar_events", "create_calendar_event"]
 GOOGLE = {"backend": "google", "token_env": "GOOGLE_TOKEN"}

@@ -20,14 +20,14 @@ from pathlib import Path
 import httpx
 from temporalio.client import Client
 
-from activities.calendar.tokens import creation_id
 from tests.activities.calendar.conftest import Radicale
 from tests.support.calendars import PASSWORD_ENV, USER
 from tests.support.harness import make_config, running_worker, start_call
 from tests.support.tools import ALL_TOOL_NAMES
 from tests.worker.support import Spawned, hermetic_env
-from workflows.models import CallStatus, ErrorCode, ToolCallRequest
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.activities.calendar.tokens import creation_id
+from toolcalls.workflows.models import CallStatus, ErrorCode, ToolCallRequest
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 LOST_AFTER = {"start_to_close_seconds": 40, "heartbeat_seconds": 2}
 LUNCH = {
@@ -159,7 +159,7 @@ async def test_a_worker_lost_during_a_creation_is_uncertain_and_the_event_exists
         host = Spawned(
             [
                 sys.executable,
-                *("-m", "worker", "--config"),
+                *("-m", "toolcalls.worker", "--config"),
                 str(host_config(tmp_path, task_queue, host_queue, proxied)),
                 *("--address", client.service_client.config.target_host),
             ],

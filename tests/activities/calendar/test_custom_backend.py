@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.calendar.backend import BackendLoadError, load_backend
-from activities.calendar.models import CreateCalendarEventArgs, ListCalendarEventsArgs
-from activities.calendar.settings import CalendarSettings
-from activities.calendar.tokens import creation_id
-from activities.calendar.tools import CalendarTools
 from tests.support import calendar_backend
 from tests.support.calendars import call, run
-from workflows.models import ErrorCode
+from toolcalls.activities.calendar.backend import BackendLoadError, load_backend
+from toolcalls.activities.calendar.models import CreateCalendarEventArgs, ListCalendarEventsArgs
+from toolcalls.activities.calendar.settings import CalendarSettings
+from toolcalls.activities.calendar.tokens import creation_id
+from toolcalls.activities.calendar.tools import CalendarTools
+from toolcalls.workflows.models import ErrorCode
 
 MODULE = "tests.support.calendar_backend"
 WEEK = {"start": "2026-01-05T00:00:00+01:00", "end": "2026-01-12T00:00:00+01:00"}

@@ -14,9 +14,6 @@ import httpx
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.calendar.models import CreateCalendarEventArgs, ListCalendarEventsArgs
-from activities.calendar.tokens import PageToken, creation_id
-from activities.network.service import MAX_RESPONSE_BYTES
 from tests.support.calendars import (
     TOKEN,
     TOKEN_ENV,
@@ -27,7 +24,10 @@ from tests.support.calendars import (
     json_answer,
     run,
 )
-from workflows.models import ErrorCode
+from toolcalls.activities.calendar.models import CreateCalendarEventArgs, ListCalendarEventsArgs
+from toolcalls.activities.calendar.tokens import PageToken, creation_id
+from toolcalls.activities.network.service import MAX_RESPONSE_BYTES
+from toolcalls.workflows.models import ErrorCode
 
 EVENTS = "https://www.googleapis.com/calendar/v3/calendars/primary/events"
 WEEK = {"start": "2026-01-05T00:00:00+01:00", "end": "2026-01-12T00:00:00+01:00"}

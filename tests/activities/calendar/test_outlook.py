@@ -13,8 +13,6 @@ import httpx
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.calendar.models import CreateCalendarEventArgs, ListCalendarEventsArgs
-from activities.calendar.tokens import PageToken, creation_id
 from tests.support.calendars import (
     TOKEN,
     ServiceReplay,
@@ -24,7 +22,9 @@ from tests.support.calendars import (
     json_answer,
     run,
 )
-from workflows.models import ErrorCode
+from toolcalls.activities.calendar.models import CreateCalendarEventArgs, ListCalendarEventsArgs
+from toolcalls.activities.calendar.tokens import PageToken, creation_id
+from toolcalls.workflows.models import ErrorCode
 
 GRAPH = "https://graph.microsoft.com/v1.0"
 WEEK = {"start": "2026-01-05T00:00:00+01:00", "end": "2026-01-12T00:00:00+01:00"}

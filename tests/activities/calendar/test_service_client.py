@@ -14,8 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from activities.network.failures import NetworkUnavailable, TooLarge
-from activities.network.service import (
+from tests.support.http_servers import MapResolver
+from toolcalls.activities.network.failures import NetworkUnavailable, TooLarge
+from toolcalls.activities.network.service import (
     MAX_RESPONSE_BYTES,
     CredentialError,
     LinkRefused,
@@ -29,8 +30,7 @@ from activities.network.service import (
     service_failure,
     service_guard,
 )
-from tests.support.http_servers import MapResolver
-from workflows.models import ErrorCode
+from toolcalls.workflows.models import ErrorCode
 
 HOST = "api.service.test"
 BASE = f"https://{HOST}/v1/things"

@@ -18,8 +18,6 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from activities.calendar import CalendarTools
-from activities.calendar.tokens import creation_id
 from tests.activities.calendar.conftest import Radicale
 from tests.support.calendars import (
     PASSWORD,
@@ -33,9 +31,11 @@ from tests.support.calendars import (
 )
 from tests.support.harness import decision, make_config, pending_approval, start_call
 from tests.support.tools import ALL_FAMILIES, ALL_TOOL_NAMES, ProbeTools
-from worker.run import build_worker
-from workflows.models import CallStatus, ErrorCode
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.activities.calendar import CalendarTools
+from toolcalls.activities.calendar.tokens import creation_id
+from toolcalls.worker.run import build_worker
+from toolcalls.workflows.models import CallStatus, ErrorCode
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 TOOLS = [*ALL_TOOL_NAMES, "list_calendar_events", "create_calendar_event"]
 WEEK = {"start": "2026-01-05T00:00:00+01:00", "end": "2026-01-12T00:00:00+01:00"}

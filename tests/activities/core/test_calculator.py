@@ -15,8 +15,8 @@ from hypothesis import given, settings, strategies as st
 from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
 
-from activities.base import CallContext
-from activities.core.calculator import (
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.core.calculator import (
     MAX_EXPONENT,
     MAX_EXPRESSION_CHARS,
     MAX_INT_DIGITS,

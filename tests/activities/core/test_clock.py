@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from activities.base import CallContext
-from activities.core.clock import (
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.core.clock import (
     MAX_TIMEZONE_CHARS,
     ClockTools,
     DateTimeArgs,
@@ -81,7 +81,7 @@ def test_utc_works_on_a_worker_without_any_timezone_database() -> None:
 import sys
 sys.modules["tzdata"] = None
 from datetime import UTC, datetime
-from activities.core.clock import describe, zone_for
+from toolcalls.activities.core.clock import describe, zone_for
 print(describe(datetime(2026, 7, 1, 12, tzinfo=UTC), "UTC").model_dump_json())
 for name in ("Europe/Zurich", "Mars/Base"):
     try:

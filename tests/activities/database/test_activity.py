@@ -17,12 +17,12 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.database import DatabaseTools, SQLiteDatabase, sqlite as sqlite_backend
-from activities.database.settings import DatabaseSettings
-from activities.database.tools import DatabaseSchemaArgs
 from tests.support.children import children
 from tests.support.databases import CALL, database, failure, query, tools_for
-from workflows.models import ErrorCode
+from toolcalls.activities.database import DatabaseTools, SQLiteDatabase, sqlite as sqlite_backend
+from toolcalls.activities.database.settings import DatabaseSettings
+from toolcalls.activities.database.tools import DatabaseSchemaArgs
+from toolcalls.workflows.models import ErrorCode
 
 __all__ = ["database"]  # the fixture, used by name
 

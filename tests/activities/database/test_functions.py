@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from activities.database.reader import ALLOWED_FUNCTIONS
 from tests.support.children import children
 from tests.support.databases import database, failure, make_database, query, schema, tools_for
-from workflows.models import ErrorCode
+from toolcalls.activities.database.reader import ALLOWED_FUNCTIONS
+from toolcalls.workflows.models import ErrorCode
 
 __all__ = ["database"]  # the fixture, used by name
 

@@ -12,10 +12,6 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from activities.database import DatabaseTools, SQLiteDatabase
-from activities.database.backend import Parameters
-from activities.database.settings import DatabaseSettings
-from activities.database.tools import QueryDatabaseArgs
 from tests.support.databases import (
     database,
     failure,
@@ -24,7 +20,11 @@ from tests.support.databases import (
     schema,
     tools_for,
 )
-from workflows.models import ErrorCode
+from toolcalls.activities.database import DatabaseTools, SQLiteDatabase
+from toolcalls.activities.database.backend import Parameters
+from toolcalls.activities.database.settings import DatabaseSettings
+from toolcalls.activities.database.tools import QueryDatabaseArgs
+from toolcalls.workflows.models import ErrorCode
 
 __all__ = ["database"]  # the fixture, used by name
 

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from activities.database.tools import QueryDatabaseArgs
 from tests.support.databases import (
     database,
     failure,
@@ -22,7 +21,8 @@ from tests.support.databases import (
     snapshot,
     tools_for,
 )
-from workflows.models import ErrorCode
+from toolcalls.activities.database.tools import QueryDatabaseArgs
+from toolcalls.workflows.models import ErrorCode
 
 __all__ = ["database"]  # the fixture, used by name
 

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from activities.database import DatabaseTools, SQLiteDatabase
 from tests.support.databases import database, make_database
 from tests.support.harness import (
     decision,
@@ -23,10 +22,11 @@ from tests.support.harness import (
     start_call,
 )
 from tests.support.tools import ALL_TOOL_NAMES
-from worker.config import Config, ConfigError, build_catalog, parse_config
-from worker.plugin import build_instances
-from workflows.models import CallStatus, CapabilityPolicy, Effect, ErrorCode
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.activities.database import DatabaseTools, SQLiteDatabase
+from toolcalls.worker.config import Config, ConfigError, build_catalog, parse_config
+from toolcalls.worker.plugin import build_instances
+from toolcalls.workflows.models import CallStatus, CapabilityPolicy, Effect, ErrorCode
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 __all__ = ["database"]  # the fixture, used by name
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from activities.documents.tools import DocumentTools
 from tests.support.documents import document_tools
 from tests.support.filetrees import real_root
+from toolcalls.activities.documents.tools import DocumentTools
 
 
 @pytest.fixture

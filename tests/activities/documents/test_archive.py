@@ -16,10 +16,6 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.documents import extraction
-from activities.documents.settings import MAX_ARCHIVE_BYTES, DocumentSettings
-from activities.documents.tools import DocumentTools
-from activities.files.paths import Roots
 from tests.support.documents import (
     deflate_zeros,
     document_tools,
@@ -30,6 +26,10 @@ from tests.support.documents import (
     xlsx_file,
 )
 from tests.support.filetrees import real_root
+from toolcalls.activities.documents import extraction
+from toolcalls.activities.documents.settings import MAX_ARCHIVE_BYTES, DocumentSettings
+from toolcalls.activities.documents.tools import DocumentTools
+from toolcalls.activities.files.paths import Roots
 
 MIB = 1 << 20
 CHECK_MEMORY = 2 * MIB

@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.documents import extraction
-from activities.documents.tools import DocumentTools
 from tests.support.documents import (
     document_tools,
     docx_file,
@@ -18,6 +16,8 @@ from tests.support.documents import (
     text_pdf,
     xlsx_file,
 )
+from toolcalls.activities.documents import extraction
+from toolcalls.activities.documents.tools import DocumentTools
 
 
 async def test_pdf_pages_are_located_by_number(root: Path, tools: DocumentTools) -> None:

@@ -17,11 +17,6 @@ import pytest
 from pypdf.filters import LZWDecode
 from temporalio.exceptions import ApplicationError, CancelledError
 
-from activities.documents import extract, extraction
-from activities.documents.models import ReadDocumentArgs, ReadDocumentResult
-from activities.documents.settings import MAX_TIMEOUT_SECONDS, DocumentSettings
-from activities.documents.tools import MAX_RESULT_BYTES, DocumentTools
-from activities.files.paths import Located, Roots
 from tests.support.children import children
 from tests.support.documents import (
     BILLION_LAUGHS,
@@ -49,6 +44,11 @@ from tests.support.documents import (
     xlsx_file,
     zlib_twice,
 )
+from toolcalls.activities.documents import extract, extraction
+from toolcalls.activities.documents.models import ReadDocumentArgs, ReadDocumentResult
+from toolcalls.activities.documents.settings import MAX_TIMEOUT_SECONDS, DocumentSettings
+from toolcalls.activities.documents.tools import MAX_RESULT_BYTES, DocumentTools
+from toolcalls.activities.files.paths import Located, Roots
 
 
 async def refusal(tools: DocumentTools, path: Path, code: str = "invalid_arguments") -> str:

@@ -12,8 +12,6 @@ import pytest
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
-from activities.documents.models import ReadDocumentResult
-from activities.documents.tools import DocumentTools
 from tests.support.children import children
 from tests.support.documents import (
     activity_env,
@@ -25,7 +23,9 @@ from tests.support.documents import (
 )
 from tests.support.harness import make_config, run_call, running_worker
 from tests.support.processes import eventually
-from workflows.models import CallStatus
+from toolcalls.activities.documents.models import ReadDocumentResult
+from toolcalls.activities.documents.tools import DocumentTools
+from toolcalls.workflows.models import CallStatus
 
 
 async def read_by(tools: DocumentTools, path: Path) -> tuple[ReadDocumentResult, int]:

@@ -12,10 +12,6 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from activities.catalog import Catalog, CatalogSettings
-from activities.documents import DOCUMENT_TOOLS
-from activities.documents.tools import EXTRA, DocumentTools
-from activities.family import FamilyError
 from tests.support.documents import docx_file, text_pdf
 from tests.support.filetrees import real_root
 from tests.support.harness import (
@@ -26,10 +22,14 @@ from tests.support.harness import (
     running_worker,
     start_call,
 )
-from worker.config import ConfigError, build_catalog, config_problems, parse_config
-from worker.plugin import build_instances
-from workflows.models import CallStatus, CapabilityPolicy, Effect, ErrorCode, SideEffect
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.activities.catalog import Catalog, CatalogSettings
+from toolcalls.activities.documents import DOCUMENT_TOOLS
+from toolcalls.activities.documents.tools import EXTRA, DocumentTools
+from toolcalls.activities.family import FamilyError
+from toolcalls.worker.config import ConfigError, build_catalog, config_problems, parse_config
+from toolcalls.worker.plugin import build_instances
+from toolcalls.workflows.models import CallStatus, CapabilityPolicy, Effect, ErrorCode, SideEffect
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 TOOLS = ["read_document", "search_document"]
 

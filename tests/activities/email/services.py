@@ -14,12 +14,12 @@ from typing import Any
 
 import httpx
 
-from activities.email.gmail import Gmail
-from activities.email.outlook import OutlookEmail
-from activities.email.settings import EmailSettings
-from activities.email.tools import EmailTools
-from activities.network.service import service_guard
 from tests.support.http_servers import MapResolver
+from toolcalls.activities.email.gmail import Gmail
+from toolcalls.activities.email.outlook import OutlookEmail
+from toolcalls.activities.email.settings import EmailSettings
+from toolcalls.activities.email.tools import EmailTools
+from toolcalls.activities.network.service import service_guard
 
 TOKEN = "ya29.mail-token-5e8d"
 TOKEN_ENV = "TEST_MAIL_TOKEN"

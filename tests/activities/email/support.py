@@ -11,12 +11,12 @@ from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.base import CallContext
-from activities.email.family import EMAIL_TOOLS, make_backend
-from activities.email.settings import EmailSettings
-from activities.email.tools import EmailTools
 from tests.activities.email.dovecot import Account, Dovecot
-from workflows.models import ErrorCode
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.email.family import EMAIL_TOOLS, make_backend
+from toolcalls.activities.email.settings import EmailSettings
+from toolcalls.activities.email.tools import EmailTools
+from toolcalls.workflows.models import ErrorCode
 
 PASSWORD_ENV = "TEST_MAIL_PASSWORD"
 CALL = CallContext("wf-email", "call-1", "wf-email:call-1", None, None)

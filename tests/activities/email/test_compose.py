@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from activities.capabilities import default_ceiling
-from activities.catalog import Catalog, CatalogSettings
-from activities.email.compose import build_message, message_id_domain, message_id_for
-from activities.email.family import EMAIL_TOOLS
-from workflows.models import ErrorCode, PlanInput
+from toolcalls.activities.capabilities import default_ceiling
+from toolcalls.activities.catalog import Catalog, CatalogSettings
+from toolcalls.activities.email.compose import build_message, message_id_domain, message_id_for
+from toolcalls.activities.email.family import EMAIL_TOOLS
+from toolcalls.workflows.models import ErrorCode, PlanInput
 
 GOOD: dict[str, Any] = {"to": ["bob@example.org"], "subject": "Hello", "body": "Hi Bob"}
 CATALOG = Catalog(EMAIL_TOOLS, CatalogSettings(enabled=[spec.name for spec in EMAIL_TOOLS]))

@@ -9,17 +9,17 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from activities.email.compose import message_id_for
-from activities.email.gmail import QUERY_HELP as GMAIL_HELP
-from activities.email.imap import QUERY_HELP as IMAP_HELP
-from activities.email.outlook import QUERY_HELP as GRAPH_HELP
-from activities.family import FamilyError
 from tests.activities.email import custom_backend
 from tests.support.harness import make_config, run_call, running_worker
 from tests.support.tools import ALL_TOOL_NAMES
-from worker.config import ConfigError, build_catalog, parse_config
-from worker.plugin import build_instances
-from workflows.models import CallStatus
+from toolcalls.activities.email.compose import message_id_for
+from toolcalls.activities.email.gmail import QUERY_HELP as GMAIL_HELP
+from toolcalls.activities.email.imap import QUERY_HELP as IMAP_HELP
+from toolcalls.activities.email.outlook import QUERY_HELP as GRAPH_HELP
+from toolcalls.activities.family import FamilyError
+from toolcalls.worker.config import ConfigError, build_catalog, parse_config
+from toolcalls.worker.plugin import build_instances
+from toolcalls.workflows.models import CallStatus
 
 READS = ["list_email_messages", "read_email"]
 ALL = [*READS, "create_email_draft", "send_email"]

@@ -14,7 +14,6 @@ import trustme
 from google.protobuf.json_format import MessageToJson
 from temporalio.client import Client
 
-from activities.email.compose import message_id_for
 from tests.activities.email import messages
 from tests.activities.email.dovecot import Account, Dovecot
 from tests.activities.email.smtpd import Sink, SMTPServer, smtp_server
@@ -29,9 +28,16 @@ from tests.support.harness import (
     start_call,
 )
 from tests.support.tools import ALL_TOOL_NAMES
-from worker.config import Config
-from workflows.models import CallStatus, CapabilityPolicy, Effect, ErrorCode, ToolCallResult
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.activities.email.compose import message_id_for
+from toolcalls.worker.config import Config
+from toolcalls.workflows.models import (
+    CallStatus,
+    CapabilityPolicy,
+    Effect,
+    ErrorCode,
+    ToolCallResult,
+)
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 EMAIL_TOOLS = ["list_email_messages", "read_email", "create_email_draft", "send_email"]
 MESSAGE = {"to": ["bob@example.org"], "subject": "Lunch?", "body": "Noon at the usual place."}

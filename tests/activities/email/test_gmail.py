@@ -11,8 +11,6 @@ import httpx
 from google.protobuf.json_format import MessageToJson
 from temporalio.client import Client
 
-from activities.email.compose import message_id_for
-from activities.email.tools import EmailTools
 from tests.activities.email.services import (
     REMOTE_TEXT,
     TOKEN,
@@ -25,8 +23,10 @@ from tests.activities.email.services import (
 from tests.activities.email.support import CALL, call, code_of, details, failure
 from tests.support.harness import make_config, run_call
 from tests.support.tools import ALL_FAMILIES, ALL_TOOL_NAMES
-from worker.run import build_worker
-from workflows.models import CallStatus, ErrorCode
+from toolcalls.activities.email.compose import message_id_for
+from toolcalls.activities.email.tools import EmailTools
+from toolcalls.worker.run import build_worker
+from toolcalls.workflows.models import CallStatus, ErrorCode
 
 USER = "/gmail/v1/users/me"
 MESSAGE = {"to": ["bob@example.org"], "subject": "Grüße", "body": "Hello Bob"}

@@ -10,8 +10,6 @@ from pathlib import Path
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.base import CallContext
-from activities.email.compose import message_id_for
 from tests.activities.email import messages
 from tests.activities.email.dovecot import Account, Dovecot
 from tests.activities.email.proxy import HeldProxy
@@ -25,7 +23,9 @@ from tests.activities.email.support import (
     tools_for,
 )
 from tests.worker.support import free_port
-from workflows.models import ErrorCode
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.email.compose import message_id_for
+from toolcalls.workflows.models import ErrorCode
 
 DRAFT = {
     "to": ["bob@example.org", "carol@example.net"],

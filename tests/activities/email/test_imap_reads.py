@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from activities.email.mime import MAX_BODY_CHARS
-from activities.email.tools import EmailTools
 from tests.activities.email import messages
 from tests.activities.email.dovecot import Account, Dovecot, quoted
 from tests.activities.email.support import (
@@ -18,7 +16,9 @@ from tests.activities.email.support import (
     imap_settings,
     tools_for,
 )
-from workflows.models import ErrorCode
+from toolcalls.activities.email.mime import MAX_BODY_CHARS
+from toolcalls.activities.email.tools import EmailTools
+from toolcalls.workflows.models import ErrorCode
 
 
 def tools(dovecot: Dovecot, account: Account, ca_file: Path, **changes: object) -> EmailTools:

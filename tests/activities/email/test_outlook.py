@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import httpx
 
-from activities.email.compose import message_id_for
 from tests.activities.email.services import REMOTE_TEXT, TOKEN, Routes, backend_tools, body_json
 from tests.activities.email.support import CALL, call, code_of, details, failure
-from workflows.models import ErrorCode
+from toolcalls.activities.email.compose import message_id_for
+from toolcalls.workflows.models import ErrorCode
 
 ME = "/v1.0/me"
 GRAPH = "https://graph.microsoft.com"

@@ -15,13 +15,13 @@ import pytest
 import trustme
 from temporalio.client import Client
 
-from activities.email.compose import message_id_for
 from tests.activities.email.smtpd import PASSWORD, USERNAME, Sink, smtp_server
 from tests.activities.email.support import PASSWORD_ENV
 from tests.support.harness import make_config, running_worker, start_call
 from tests.support.tools import ALL_TOOL_NAMES
 from tests.worker.support import Spawned, hermetic_env
-from workflows.models import CallStatus, ErrorCode
+from toolcalls.activities.email.compose import message_id_for
+from toolcalls.workflows.models import CallStatus, ErrorCode
 
 LOST_AFTER = {"start_to_close_seconds": 60, "heartbeat_seconds": 2}
 """A lost worker shows within two seconds of its last heartbeat."""
@@ -101,7 +101,7 @@ async def test_a_worker_killed_during_the_send_leaves_one_message_and_an_uncerta
         host = Spawned(
             [
                 sys.executable,
-                *("-m", "worker", "--config"),
+                *("-m", "toolcalls.worker", "--config"),
                 str(host_config(tmp_path, task_queue, host_queue, server.port, ca_file)),
                 *("--address", client.service_client.config.target_host),
             ],

@@ -14,10 +14,6 @@ import pytest
 import trustme
 from temporalio.testing import ActivityEnvironment
 
-from activities.email.compose import message_id_for
-from activities.email.models import SendEmailArgs
-from activities.email.settings import EmailSettings
-from activities.email.tools import EmailTools
 from tests.activities.email.smtpd import PASSWORD, PRIVATE_TEXT, USERNAME, Mode, Sink, smtp_server
 from tests.activities.email.support import (
     CALL,
@@ -28,7 +24,11 @@ from tests.activities.email.support import (
     failure,
     tools_for,
 )
-from workflows.models import ErrorCode
+from toolcalls.activities.email.compose import message_id_for
+from toolcalls.activities.email.models import SendEmailArgs
+from toolcalls.activities.email.settings import EmailSettings
+from toolcalls.activities.email.tools import EmailTools
+from toolcalls.workflows.models import ErrorCode
 
 MESSAGE: dict[str, Any] = {
     "to": ["bob@example.org", "carol@example.net"],

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from activities.files.reading import FileReadTools
 from tests.support.file_writes import Files
 from tests.support.filetrees import read_tools, real_root
+from toolcalls.activities.files.reading import FileReadTools
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from activities.files.checkpoints import (
+from toolcalls.activities.files.checkpoints import (
     TRANSITIONS,
     ChangeKind,
     ChangeRecord,

@@ -17,19 +17,19 @@ from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.base import ToolArgs
-from activities.capabilities import default_ceiling
-from activities.catalog import Catalog, CatalogSettings
-from activities.documents import DOCUMENT_TOOLS
-from activities.documents.models import ReadDocumentArgs, SearchDocumentArgs
-from activities.files import FILE_TOOLS
-from activities.files.paths import PathError, Roots
-from activities.files.read_models import ListFilesArgs, ReadFileArgs, SearchFilesArgs
-from activities.files.write_models import CreateFileArgs, EditFileArgs, ReplaceFileArgs
 from tests.support import documents, file_writes
 from tests.support.filetrees import CALL, activity_env, listing, read, read_tools, search
-from worker.config import ConfigError, parse_config
-from workflows.models import ErrorCode, PlanInput
+from toolcalls.activities.base import ToolArgs
+from toolcalls.activities.capabilities import default_ceiling
+from toolcalls.activities.catalog import Catalog, CatalogSettings
+from toolcalls.activities.documents import DOCUMENT_TOOLS
+from toolcalls.activities.documents.models import ReadDocumentArgs, SearchDocumentArgs
+from toolcalls.activities.files import FILE_TOOLS
+from toolcalls.activities.files.paths import PathError, Roots
+from toolcalls.activities.files.read_models import ListFilesArgs, ReadFileArgs, SearchFilesArgs
+from toolcalls.activities.files.write_models import CreateFileArgs, EditFileArgs, ReplaceFileArgs
+from toolcalls.worker.config import ConfigError, parse_config
+from toolcalls.workflows.models import ErrorCode, PlanInput
 
 REFUSED = {
     "newline": ("a\nb", "contains a control character (U+000A)"),

@@ -9,10 +9,10 @@ import pytest
 from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
 
-from activities.files.read_models import MAX_READ_CHARS, ReadFileArgs
-from activities.files.reading import FileReadTools
 from tests.support.filetrees import read, read_tools, real_root, refusal, unprivileged
-from workflows.models import ErrorCode
+from toolcalls.activities.files.read_models import MAX_READ_CHARS, ReadFileArgs
+from toolcalls.activities.files.reading import FileReadTools
+from toolcalls.workflows.models import ErrorCode
 
 TEXT = "héllo wörld 😀 ünïcödé\nzweite Zeile ß\n"
 

@@ -9,10 +9,6 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from activities.files.read_models import ListFilesArgs, ListFilesResult
-from activities.files.reading import FileReadTools
-from activities.files.searching import MAX_RESULT_BYTES
-from activities.files.tree import MAX_DEPTH, MAX_ENTRIES
 from tests.support.filetrees import (
     listing,
     make_files,
@@ -21,6 +17,10 @@ from tests.support.filetrees import (
     refusal,
     unprivileged,
 )
+from toolcalls.activities.files.read_models import ListFilesArgs, ListFilesResult
+from toolcalls.activities.files.reading import FileReadTools
+from toolcalls.activities.files.searching import MAX_RESULT_BYTES
+from toolcalls.activities.files.tree import MAX_DEPTH, MAX_ENTRIES
 
 
 def names(result: ListFilesResult) -> set[str]:

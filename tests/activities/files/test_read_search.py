@@ -13,10 +13,6 @@ from hypothesis import given, settings, strategies as st
 from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
 
-from activities.files.matching import MAX_LINE_CHARS, Matcher
-from activities.files.read_models import SearchFilesArgs, SearchFilesResult
-from activities.files.reading import FileReadTools
-from activities.files.searching import MAX_SEARCH_BYTES
 from tests.support.filetrees import (
     activity_env,
     make_files,
@@ -26,7 +22,11 @@ from tests.support.filetrees import (
     search,
     unprivileged,
 )
-from workflows.models import ErrorCode
+from toolcalls.activities.files.matching import MAX_LINE_CHARS, Matcher
+from toolcalls.activities.files.read_models import SearchFilesArgs, SearchFilesResult
+from toolcalls.activities.files.reading import FileReadTools
+from toolcalls.activities.files.searching import MAX_SEARCH_BYTES
+from toolcalls.workflows.models import ErrorCode
 
 MiB = 1024 * 1024
 

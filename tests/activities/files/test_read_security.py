@@ -19,9 +19,6 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from activities.files.paths import MAX_NAME_BYTES, MAX_PATH_BYTES, Located, PathError, Roots
-from activities.files.read_models import ReadFileArgs, ReadFileResult
-from activities.files.reading import FileReadTools
 from tests.support.filetrees import (
     CALL,
     listing,
@@ -31,6 +28,15 @@ from tests.support.filetrees import (
     refusal,
     search,
 )
+from toolcalls.activities.files.paths import (
+    MAX_NAME_BYTES,
+    MAX_PATH_BYTES,
+    Located,
+    PathError,
+    Roots,
+)
+from toolcalls.activities.files.read_models import ReadFileArgs, ReadFileResult
+from toolcalls.activities.files.reading import FileReadTools
 
 INSIDE = "inside the root\n"
 

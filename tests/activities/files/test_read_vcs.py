@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from activities.files.read_models import ListFilesArgs, ListFilesResult, SearchFilesArgs
-from activities.files.reading import FileReadTools
-from activities.files.tree import MAX_ENTRIES
 from tests.support.filetrees import listing, make_files, search
+from toolcalls.activities.files.read_models import ListFilesArgs, ListFilesResult, SearchFilesArgs
+from toolcalls.activities.files.reading import FileReadTools
+from toolcalls.activities.files.tree import MAX_ENTRIES
 
 VCS_DIRECTORIES = {".git", ".hg", ".svn", ".bzr", "_darcs", ".pijul", ".jj", ".sl", "CVS", "_MTN"}
 """The set docs/tools-files.md names."""

@@ -12,9 +12,6 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from activities.catalog import Catalog, CatalogSettings
-from activities.files import FILE_TOOLS, FILES
-from activities.files.reading import FileReadTools
 from tests.support.filetrees import real_root
 from tests.support.harness import (
     decision,
@@ -24,16 +21,19 @@ from tests.support.harness import (
     running_worker,
     start_call,
 )
-from worker.config import ConfigError, build_catalog, config_problems, parse_config
-from worker.plugin import build_instances
-from workflows.models import (
+from toolcalls.activities.catalog import Catalog, CatalogSettings
+from toolcalls.activities.files import FILE_TOOLS, FILES
+from toolcalls.activities.files.reading import FileReadTools
+from toolcalls.worker.config import ConfigError, build_catalog, config_problems, parse_config
+from toolcalls.worker.plugin import build_instances
+from toolcalls.workflows.models import (
     CallStatus,
     CapabilityPolicy,
     Effect,
     ErrorCode,
     SideEffect,
 )
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 READ_TOOLS = ["read_file", "list_files", "search_files"]
 

@@ -14,16 +14,16 @@ from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.files import atomic
-from activities.files.settings import MAX_WRITE_BYTES
-from activities.files.write_models import (
+from tests.support.file_writes import Files, call, fixable, is_link, mode, refused, run
+from toolcalls.activities.files import atomic
+from toolcalls.activities.files.settings import MAX_WRITE_BYTES
+from toolcalls.activities.files.write_models import (
     CreateFileArgs,
     EditFileArgs,
     ReplaceFileArgs,
     change_id_for,
 )
-from tests.support.file_writes import Files, call, fixable, is_link, mode, refused, run
-from workflows.models import ErrorCode
+from toolcalls.workflows.models import ErrorCode
 
 
 async def test_create_writes_exact_bytes_with_mode_0600(files: Files) -> None:

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from activities.files import atomic
-from activities.files.checkpoints import ChangeState
-from activities.files.settings import MAX_WRITE_BYTES
-from activities.files.write_models import ChangeArgs, ReplaceFileArgs
 from tests.support.file_writes import Files, mode, run
+from toolcalls.activities.files import atomic
+from toolcalls.activities.files.checkpoints import ChangeState
+from toolcalls.activities.files.settings import MAX_WRITE_BYTES
+from toolcalls.activities.files.write_models import ChangeArgs, ReplaceFileArgs
 
 PROJECT = Path(__file__).resolve().parents[3]
 OLD = b"old line\n" * 50_000

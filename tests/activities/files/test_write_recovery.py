@@ -8,14 +8,6 @@ from dataclasses import replace
 
 import pytest
 
-from activities.files import atomic
-from activities.files.checkpoints import ChangeState
-from activities.files.write_models import (
-    ChangeArgs,
-    CreateFileArgs,
-    EditFileArgs,
-    ReplaceFileArgs,
-)
 from tests.support.file_writes import (
     Files,
     approved,
@@ -26,7 +18,15 @@ from tests.support.file_writes import (
     refused,
     run,
 )
-from workflows.models import ErrorCode
+from toolcalls.activities.files import atomic
+from toolcalls.activities.files.checkpoints import ChangeState
+from toolcalls.activities.files.write_models import (
+    ChangeArgs,
+    CreateFileArgs,
+    EditFileArgs,
+    ReplaceFileArgs,
+)
+from toolcalls.workflows.models import ErrorCode
 
 
 async def write(files: Files, name: str, old: str, new: str, file_mode: int = 0o640) -> str:

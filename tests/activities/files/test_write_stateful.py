@@ -21,13 +21,13 @@ from hypothesis.stateful import (
 )
 from temporalio.exceptions import ApplicationError
 
-from activities.files.write_models import (
+from tests.support.file_writes import Files, run
+from toolcalls.activities.files.write_models import (
     ChangeArgs,
     CreateFileArgs,
     EditFileArgs,
     ReplaceFileArgs,
 )
-from tests.support.file_writes import Files, run
 
 NAMES = ("a.txt", "b.txt")
 texts = st.text(alphabet="ab\n", max_size=8)

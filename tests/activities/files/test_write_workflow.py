@@ -8,8 +8,6 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from activities.files import atomic
-from activities.files.settings import MAX_WRITE_BYTES
 from tests.support.harness import (
     decision,
     make_config,
@@ -18,9 +16,11 @@ from tests.support.harness import (
     running_worker,
     start_call,
 )
-from worker.config import Config, ConfigError, build_catalog, parse_config
-from workflows.models import CallStatus, ErrorCode, ToolCallResult
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.activities.files import atomic
+from toolcalls.activities.files.settings import MAX_WRITE_BYTES
+from toolcalls.worker.config import Config, ConfigError, build_catalog, parse_config
+from toolcalls.workflows.models import CallStatus, ErrorCode, ToolCallResult
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 WRITE_TOOLS = ["create_file", "replace_file", "edit_file", "preview_change", "restore_change"]
 

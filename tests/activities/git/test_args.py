@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.base import CallContext
-from activities.capabilities import default_ceiling
-from activities.processes.git import GitArgs, GitReadArgs, GitTools
-from activities.processes.settings import GitSettings
 from tests.support.processes import executable
-from worker.config import Config, ConfigError, build_catalog, parse_config
-from workflows.models import CallPlan, ErrorCode, PlanInput, ToolError
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.capabilities import default_ceiling
+from toolcalls.activities.processes.git import GitArgs, GitReadArgs, GitTools
+from toolcalls.activities.processes.settings import GitSettings
+from toolcalls.worker.config import Config, ConfigError, build_catalog, parse_config
+from toolcalls.workflows.models import CallPlan, ErrorCode, PlanInput, ToolError
 
 
 def config(tmp_path: Path, **git: Any) -> Config:

@@ -19,13 +19,13 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.base import CallContext
-from activities.processes.git import GitArgs, GitTools
-from activities.processes.git.command import SAFE_CONFIG, SAFE_ENV
-from activities.processes.runner import ProcessResult
 from tests.support.gitrepo import CONTEXT, Repo, git_tools, run_git, sleepers, slow_git
 from tests.support.processes import activity_env, eventually
-from workflows.models import ErrorCode
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.processes.git import GitArgs, GitTools
+from toolcalls.activities.processes.git.command import SAFE_CONFIG, SAFE_ENV
+from toolcalls.activities.processes.runner import ProcessResult
+from toolcalls.workflows.models import ErrorCode
 
 
 @pytest.fixture

@@ -22,9 +22,9 @@ from tests.support.harness import (
     wait_for,
 )
 from tests.support.processes import eventually
-from worker.config import Config
-from workflows.models import CallStatus, ErrorCode, EventKind, Phase
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.worker.config import Config
+from toolcalls.workflows.models import CallStatus, ErrorCode, EventKind, Phase
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 READS_ALLOWED = {
     "rules": {"process.execute": "allow", "git.read": "allow"},

@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from activities.network.guard import (
+from toolcalls.activities.network.guard import (
     MAX_URL_CHARS,
     URLRefused,
     any_address,

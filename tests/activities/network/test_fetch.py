@@ -18,14 +18,14 @@ from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.base import CallContext
-from activities.network import html_text
-from activities.network.fetch import FetchTools, FetchUrlArgs, FetchUrlResult, charset
-from activities.network.guard import Limits, NetworkGuard, any_address
-from activities.network.html_text import TooSlow, extract
-from activities.network.settings import FetchSettings
 from tests.support.http_servers import MapResolver, drip, redirect, serve, text
-from workflows.models import ErrorCode
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.network import html_text
+from toolcalls.activities.network.fetch import FetchTools, FetchUrlArgs, FetchUrlResult, charset
+from toolcalls.activities.network.guard import Limits, NetworkGuard, any_address
+from toolcalls.activities.network.html_text import TooSlow, extract
+from toolcalls.activities.network.settings import FetchSettings
+from toolcalls.workflows.models import ErrorCode
 
 CALL = CallContext(
     workflow_id="wf", call_id="c1", idempotency_key="wf:c1", approval=None, precondition=None

@@ -16,7 +16,8 @@ import httpcore
 import httpx
 import pytest
 
-from activities.network.guard import (
+from tests.support.http_servers import MapResolver, certificates, drip, serve, text
+from toolcalls.activities.network.guard import (
     Address,
     Limits,
     NetworkGuard,
@@ -28,7 +29,6 @@ from activities.network.guard import (
     public_only,
     system_resolver,
 )
-from tests.support.http_servers import MapResolver, certificates, drip, serve, text
 
 LIMITS = Limits(timeout_seconds=5, max_bytes=1_000_000, max_decoded_bytes=1_000_000)
 

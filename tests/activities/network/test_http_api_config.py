@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from activities.network.http_api import HttpTools
-from activities.schema import strict_schema
-from worker.config import ConfigError, build_catalog, load_config, parse_config
-from worker.plugin import build_instances
-from workflows.models import SideEffect
+from toolcalls.activities.network.http_api import HttpTools
+from toolcalls.activities.schema import strict_schema
+from toolcalls.worker.config import ConfigError, build_catalog, load_config, parse_config
+from toolcalls.worker.plugin import build_instances
+from toolcalls.workflows.models import SideEffect
 
 API = {"name": "app_api", "base_url": "https://api.example.com/v1"}
 

@@ -14,15 +14,15 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from activities.network.http_api import arguments_model, encode_body, http_capabilities
-from activities.network.http_paths import (
+from toolcalls.activities.network.http_api import arguments_model, encode_body, http_capabilities
+from toolcalls.activities.network.http_paths import (
     MAX_QUERY_PARAMS,
     PathProblem,
     build_url,
     check_path,
     normalise_base_url,
 )
-from activities.network.settings import HttpToolSettings
+from toolcalls.activities.network.settings import HttpToolSettings
 
 BASE = "https://api.example.com/v1/"
 

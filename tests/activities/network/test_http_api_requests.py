@@ -16,11 +16,6 @@ from typing import Any
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.limits import MAX_PAYLOAD_BYTES
-from activities.network import guard as guard_module
-from activities.network.guard import NetworkGuard, any_address
-from activities.network.http_api import USER_AGENT, HttpRequestArgs, HttpTools, arguments_model
-from activities.network.settings import HttpToolSettings
 from tests.support.http_api_servers import (
     RecordingAPI,
     Reply,
@@ -29,7 +24,17 @@ from tests.support.http_api_servers import (
     run_tool,
 )
 from tests.support.http_servers import closed_port, resetting
-from workflows.models import ErrorCode, Prepared
+from toolcalls.activities.limits import MAX_PAYLOAD_BYTES
+from toolcalls.activities.network import guard as guard_module
+from toolcalls.activities.network.guard import NetworkGuard, any_address
+from toolcalls.activities.network.http_api import (
+    USER_AGENT,
+    HttpRequestArgs,
+    HttpTools,
+    arguments_model,
+)
+from toolcalls.activities.network.settings import HttpToolSettings
+from toolcalls.workflows.models import ErrorCode, Prepared
 
 SECRET = "s3cr3t-token-value"
 

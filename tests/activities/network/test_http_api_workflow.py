@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from activities.network import NETWORK
 from tests.support.harness import (
     decision,
     make_config,
@@ -25,9 +24,10 @@ from tests.support.harness import (
 )
 from tests.support.http_api_servers import RecordingAPI, Reply, recording_api
 from tests.support.tools import ALL_TOOL_NAMES
-from worker.config import Config
-from workflows.models import CallStatus, CapabilityPolicy, Effect, ErrorCode
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.activities.network import NETWORK
+from toolcalls.worker.config import Config
+from toolcalls.workflows.models import CallStatus, CapabilityPolicy, Effect, ErrorCode
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 SECRET = "wf-s3cr3t-value"
 ROUTES = {

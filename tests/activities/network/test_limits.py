@@ -10,16 +10,6 @@ from typing import Any
 
 import pytest
 
-from activities.network.guard import (
-    Limits,
-    NetworkGuard,
-    NetworkTimeout,
-    TooLarge,
-    TooManyRedirects,
-    TransportFailed,
-    URLRefused,
-    any_address,
-)
 from tests.support.http_servers import (
     MapResolver,
     Route,
@@ -31,6 +21,16 @@ from tests.support.http_servers import (
     redirect,
     serve,
     text,
+)
+from toolcalls.activities.network.guard import (
+    Limits,
+    NetworkGuard,
+    NetworkTimeout,
+    TooLarge,
+    TooManyRedirects,
+    TransportFailed,
+    URLRefused,
+    any_address,
 )
 
 LIMITS = Limits(

@@ -17,10 +17,19 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.base import CallContext
-from activities.network import guard as guard_module
-from activities.network.fetch import FetchTools, FetchUrlArgs
-from activities.network.guard import (
+from tests.support.http_servers import (
+    MapResolver,
+    black_hole,
+    certificates,
+    closed_port,
+    resetting,
+    serve,
+    text,
+)
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.network import guard as guard_module
+from toolcalls.activities.network.fetch import FetchTools, FetchUrlArgs
+from toolcalls.activities.network.guard import (
     Address,
     Limits,
     NetworkGuard,
@@ -31,17 +40,8 @@ from activities.network.guard import (
     URLRefused,
     any_address,
 )
-from activities.network.settings import FetchSettings
-from tests.support.http_servers import (
-    MapResolver,
-    black_hole,
-    certificates,
-    closed_port,
-    resetting,
-    serve,
-    text,
-)
-from workflows.models import ErrorCode
+from toolcalls.activities.network.settings import FetchSettings
+from toolcalls.workflows.models import ErrorCode
 
 LIMITS = Limits(timeout_seconds=5, max_bytes=1_000_000, max_decoded_bytes=1_000_000)
 QUICK = Limits(timeout_seconds=0.5, max_bytes=1_000_000, max_decoded_bytes=1_000_000)

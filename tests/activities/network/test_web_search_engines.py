@@ -11,10 +11,6 @@ import json
 
 import pytest
 
-from activities.network.search import duckduckgo, wikipedia
-from activities.network.search.engine import UnexpectedAnswer
-from activities.network.search.models import MAX_SNIPPET_CHARS, MAX_TITLE_CHARS, MAX_URL_CHARS
-from activities.network.search.text import result_url
 from tests.support.web_search import (
     BRAVE_HOST,
     DDG_HOST,
@@ -24,6 +20,14 @@ from tests.support.web_search import (
     fixture,
     search,
 )
+from toolcalls.activities.network.search import duckduckgo, wikipedia
+from toolcalls.activities.network.search.engine import UnexpectedAnswer
+from toolcalls.activities.network.search.models import (
+    MAX_SNIPPET_CHARS,
+    MAX_TITLE_CHARS,
+    MAX_URL_CHARS,
+)
+from toolcalls.activities.network.search.text import result_url
 
 BROWSER_MARKERS = ("Mozilla", "Chrome", "Safari", "Gecko", "AppleWebKit")
 

@@ -19,9 +19,6 @@ import httpx
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.network.guard import Address, NetworkGuard, any_address, retry_after
-from activities.network.search.tools import WebSearchTools
-from activities.network.settings import WebSearchSettings
 from tests.support.http_servers import closed_port, resetting
 from tests.support.web_search import (
     BRAVE_HOST,
@@ -33,7 +30,10 @@ from tests.support.web_search import (
     search,
     search_env,
 )
-from workflows.models import ErrorCode
+from toolcalls.activities.network.guard import Address, NetworkGuard, any_address, retry_after
+from toolcalls.activities.network.search.tools import WebSearchTools
+from toolcalls.activities.network.settings import WebSearchSettings
+from toolcalls.workflows.models import ErrorCode
 
 
 async def failure(tools: WebSearchTools, code: ErrorCode, **args: Any) -> ApplicationError:

@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from activities.network.search import WebSearchTools
 from tests.support.harness import decision, make_config, pending_approval, run_call, start_call
 from tests.support.tools import ALL_FAMILIES, ALL_TOOL_NAMES, ProbeTools
 from tests.support.web_search import BRAVE_HOST, KEY, WIKIPEDIA_HOST, Providers
-from worker.run import build_worker
-from workflows.models import CallStatus, CapabilityPolicy, Effect, ErrorCode
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.activities.network.search import WebSearchTools
+from toolcalls.worker.run import build_worker
+from toolcalls.workflows.models import CallStatus, CapabilityPolicy, Effect, ErrorCode
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 
 def search_config(task_queue: str, **sections: Any) -> Any:

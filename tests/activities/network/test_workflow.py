@@ -13,17 +13,17 @@ from typing import Any
 
 from temporalio.client import Client
 
-from activities.network import NETWORK
-from activities.network.fetch import FetchTools
-from activities.network.guard import NetworkGuard, any_address
-from activities.network.settings import FetchSettings
 from tests.support.harness import decision, make_config, pending_approval, run_call, start_call
 from tests.support.http_servers import MapResolver, closed_port, serve, text
 from tests.support.tools import ALL_FAMILIES, ALL_TOOL_NAMES, ProbeTools
-from worker.config import Config
-from worker.run import build_worker
-from workflows.models import CallStatus, CapabilityPolicy, Effect, ErrorCode
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.activities.network import NETWORK
+from toolcalls.activities.network.fetch import FetchTools
+from toolcalls.activities.network.guard import NetworkGuard, any_address
+from toolcalls.activities.network.settings import FetchSettings
+from toolcalls.worker.config import Config
+from toolcalls.worker.run import build_worker
+from toolcalls.workflows.models import CallStatus, CapabilityPolicy, Effect, ErrorCode
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 PAGE = "<html><head><title>Hello</title></head><body><p>Fetched through Temporal.</p></body></html>"
 

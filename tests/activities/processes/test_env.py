@@ -14,20 +14,20 @@ import pytest
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
-from activities.capabilities import default_ceiling
-from activities.catalog import Catalog, CatalogSettings
-from activities.families import BUILTIN_TOOLS
-from activities.processes.code_env import FAMILIES, loads_code
-from activities.processes.command_args import (
+from tests.support.harness import make_config, run_call, running_worker
+from tests.support.processes import SYSTEM_PATH, activity_env, call, make_tools
+from toolcalls.activities.capabilities import default_ceiling
+from toolcalls.activities.catalog import Catalog, CatalogSettings
+from toolcalls.activities.families import BUILTIN_TOOLS
+from toolcalls.activities.processes.code_env import FAMILIES, loads_code
+from toolcalls.activities.processes.command_args import (
     ExecuteCommandArgs,
     RunShellArgs,
     execute_command_args,
 )
-from activities.processes.settings import ProcessSettings
-from tests.support.harness import make_config, run_call, running_worker
-from tests.support.processes import SYSTEM_PATH, activity_env, call, make_tools
-from worker.config import ConfigError, parse_config
-from workflows.models import CallStatus, ErrorCode, EventKind, PlanInput, PlanOutcome
+from toolcalls.activities.processes.settings import ProcessSettings
+from toolcalls.worker.config import ConfigError, parse_config
+from toolcalls.workflows.models import CallStatus, ErrorCode, EventKind, PlanInput, PlanOutcome
 
 CODE_LOADING = [
     "LD_PRELOAD",

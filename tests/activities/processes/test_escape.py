@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from activities.processes.command_args import ExecuteCommandArgs
-from activities.processes.commands import ProcessTools
-from activities.processes.runner import ProcessResult
 from tests.support.processes import SYSTEM_PATH, activity_env, alive, call, make_tools
+from toolcalls.activities.processes.command_args import ExecuteCommandArgs
+from toolcalls.activities.processes.commands import ProcessTools
+from toolcalls.activities.processes.runner import ProcessResult
 
 SLEEP = shutil.which("sleep", path=SYSTEM_PATH)
 
@@ -85,7 +85,7 @@ async def test_an_escaped_process_holding_the_pipes_gets_them_closed_and_is_name
     timeout: float,
     timed_out: bool,
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="activities.processes.runner")
+    caplog.set_level(logging.WARNING, logger="toolcalls.activities.processes.runner")
     args = ExecuteCommandArgs(
         argv=escaping(then),
         cwd=str(tmp_path / "root"),
@@ -111,7 +111,7 @@ async def test_an_escaped_process_holding_the_pipes_gets_them_closed_and_is_name
 async def test_a_call_without_escapes_leaves_no_pipe_open_and_warns_nothing(
     tools: ProcessTools, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="activities.processes.runner")
+    caplog.set_level(logging.WARNING, logger="toolcalls.activities.processes.runner")
     before = pipes_held("self")
     args = ExecuteCommandArgs(
         argv=["sh", "-c", "echo out; echo err >&2; sleep 100 &"],

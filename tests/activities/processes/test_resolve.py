@@ -13,21 +13,21 @@ from typing import Any
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.capabilities import default_ceiling
-from activities.catalog import Catalog, CatalogSettings
-from activities.families import BUILTIN_TOOLS
-from activities.processes.command_args import (
+from tests.support.processes import SYSTEM_PATH, call, executable, make_tools
+from toolcalls.activities.capabilities import default_ceiling
+from toolcalls.activities.catalog import Catalog, CatalogSettings
+from toolcalls.activities.families import BUILTIN_TOOLS
+from toolcalls.activities.processes.command_args import (
     MAX_ARG_BYTES,
     MAX_EXEC_BYTES,
     ExecuteCommandArgs,
     RunShellArgs,
 )
-from activities.processes.commands import ProcessTools
-from activities.processes.runner import ProcessLedger
-from tests.support.processes import SYSTEM_PATH, call, executable, make_tools
-from worker.config import ConfigError, build_catalog, parse_config
-from worker.plugin import build_instances
-from workflows.models import ErrorCode, PlanInput, ToolError
+from toolcalls.activities.processes.commands import ProcessTools
+from toolcalls.activities.processes.runner import ProcessLedger
+from toolcalls.worker.config import ConfigError, build_catalog, parse_config
+from toolcalls.worker.plugin import build_instances
+from toolcalls.workflows.models import ErrorCode, PlanInput, ToolError
 
 PYTHON = f"{SYSTEM_PATH.split(':')[0]}/python3"
 PYTHON_REAL = os.path.realpath(PYTHON)

@@ -15,10 +15,6 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.limits import MAX_PAYLOAD_BYTES
-from activities.processes.command_args import ExecuteCommandArgs, RunShellArgs
-from activities.processes.commands import MAX_RESULT_BYTES, ProcessTools
-from activities.processes.runner import ProcessLedger, ProcessResult, ProcessSpec, run_process
 from tests.support.processes import (
     SYSTEM_PATH,
     activity_env,
@@ -29,7 +25,16 @@ from tests.support.processes import (
     live_members,
     make_tools,
 )
-from workflows.models import ErrorCode
+from toolcalls.activities.limits import MAX_PAYLOAD_BYTES
+from toolcalls.activities.processes.command_args import ExecuteCommandArgs, RunShellArgs
+from toolcalls.activities.processes.commands import MAX_RESULT_BYTES, ProcessTools
+from toolcalls.activities.processes.runner import (
+    ProcessLedger,
+    ProcessResult,
+    ProcessSpec,
+    run_process,
+)
+from toolcalls.workflows.models import ErrorCode
 
 
 @pytest.fixture

@@ -27,9 +27,9 @@ from tests.support.harness import (
 )
 from tests.support.processes import SYSTEM_PATH, eventually, executable, live_members
 from tests.support.tools import ALL_TOOL_NAMES
-from worker.config import Config
-from workflows.models import CallStatus, ErrorCode, EventKind, Phase, ToolCallResult
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.worker.config import Config
+from toolcalls.workflows.models import CallStatus, ErrorCode, EventKind, Phase, ToolCallResult
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 ALLOW_ALL = {"default_effect": "allow"}
 FAST_HEARTBEAT = {

@@ -17,11 +17,11 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.base import CallContext
-from activities.storage import SQLiteStorage, StorageTools
-from activities.storage.settings import StorageSettings
-from activities.storage.tools import GetValueArgs, SetValueArgs
-from workflows.models import ErrorCode
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.storage import SQLiteStorage, StorageTools
+from toolcalls.activities.storage.settings import StorageSettings
+from toolcalls.activities.storage.tools import GetValueArgs, SetValueArgs
+from toolcalls.workflows.models import ErrorCode
 
 CALL = CallContext("wf", "call", "wf:call", None, None)
 

@@ -9,19 +9,24 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from activities.capabilities import default_ceiling
-from activities.catalog import Catalog, CatalogSettings
-from activities.schema import strict_schema
-from activities.storage import STORAGE_TOOLS
-from activities.storage.settings import MAX_VALUE_BYTES_CEILING
-from activities.storage.tools import DeleteValueArgs, GetValueArgs, ListKeysArgs, SetValueArgs
-from activities.storage.values import (
+from toolcalls.activities.capabilities import default_ceiling
+from toolcalls.activities.catalog import Catalog, CatalogSettings
+from toolcalls.activities.schema import strict_schema
+from toolcalls.activities.storage import STORAGE_TOOLS
+from toolcalls.activities.storage.settings import MAX_VALUE_BYTES_CEILING
+from toolcalls.activities.storage.tools import (
+    DeleteValueArgs,
+    GetValueArgs,
+    ListKeysArgs,
+    SetValueArgs,
+)
+from toolcalls.activities.storage.values import (
     MAX_VALUE_DEPTH,
     ValueProblem,
     decode_value,
     encode_value,
 )
-from workflows.models import ErrorCode, PlanInput, SideEffect
+from toolcalls.workflows.models import ErrorCode, PlanInput, SideEffect
 
 
 def nested(depth: int, leaf: Any = 1) -> Any:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from activities.storage import InMemoryStorage, SQLiteStorage, Storage
-from activities.storage.store import Expected, Quota, QuotaExceeded, ValueChanged
-from activities.storage.values import digest, encode_value
+from toolcalls.activities.storage import InMemoryStorage, SQLiteStorage, Storage
+from toolcalls.activities.storage.store import Expected, Quota, QuotaExceeded, ValueChanged
+from toolcalls.activities.storage.values import digest, encode_value
 
 ROOMY = Quota(max_keys=1_000_000, max_store_bytes=1 << 40)
 MakeStorage = Callable[..., Storage]

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from activities.storage import InMemoryStorage, SQLiteStorage, StorageTools
-from activities.storage.settings import MAX_VALUE_BYTES_CEILING
-from worker.config import ConfigError, build_catalog, load_config, parse_config
-from worker.plugin import build_instances
+from toolcalls.activities.storage import InMemoryStorage, SQLiteStorage, StorageTools
+from toolcalls.activities.storage.settings import MAX_VALUE_BYTES_CEILING
+from toolcalls.worker.config import ConfigError, build_catalog, load_config, parse_config
+from toolcalls.worker.plugin import build_instances
 
 READS = ["get_value", "list_keys"]
 WRITES = ["set_value", "delete_value"]

@@ -15,9 +15,9 @@ from typing import Any
 from hypothesis import HealthCheck, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from activities.storage import InMemoryStorage, SQLiteStorage, Storage
-from activities.storage.store import Expected, Quota, QuotaExceeded, ValueChanged
-from activities.storage.values import digest, encode_value
+from toolcalls.activities.storage import InMemoryStorage, SQLiteStorage, Storage
+from toolcalls.activities.storage.store import Expected, Quota, QuotaExceeded, ValueChanged
+from toolcalls.activities.storage.values import digest, encode_value
 
 QUOTA = Quota(max_keys=6, max_store_bytes=220)
 BULKY = encode_value("x" * 60)

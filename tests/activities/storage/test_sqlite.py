@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from activities.storage import SQLiteStorage
-from activities.storage.store import Quota, StorageBusy, StorageUnavailable
-from activities.storage.values import encode_value
+from toolcalls.activities.storage import SQLiteStorage
+from toolcalls.activities.storage.store import Quota, StorageBusy, StorageUnavailable
+from toolcalls.activities.storage.values import encode_value
 
 ROOMY = Quota(max_keys=1_000_000, max_store_bytes=1 << 40)
 
@@ -76,8 +76,8 @@ def test_a_key_cannot_reach_another_namespace(tmp_path: Path) -> None:
 WRITER = textwrap.dedent(
     """
     import sys
-    from activities.storage import SQLiteStorage
-    from activities.storage.store import Quota
+    from toolcalls.activities.storage import SQLiteStorage
+    from toolcalls.activities.storage.store import Quota
 
     path, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
     store = SQLiteStorage(path)

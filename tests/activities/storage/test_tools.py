@@ -15,19 +15,19 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.base import CallContext
-from activities.storage import InMemoryStorage, SQLiteStorage, Storage, StorageTools
-from activities.storage.settings import MAX_VALUE_BYTES_CEILING, StorageSettings
-from activities.storage.store import Quota
-from activities.storage.tools import (
+from toolcalls.activities.base import CallContext
+from toolcalls.activities.storage import InMemoryStorage, SQLiteStorage, Storage, StorageTools
+from toolcalls.activities.storage.settings import MAX_VALUE_BYTES_CEILING, StorageSettings
+from toolcalls.activities.storage.store import Quota
+from toolcalls.activities.storage.tools import (
     MAX_LIST_BYTES,
     DeleteValueArgs,
     GetValueArgs,
     ListKeysArgs,
     SetValueArgs,
 )
-from activities.storage.values import digest
-from workflows.models import ErrorCode
+from toolcalls.activities.storage.values import digest
+from toolcalls.workflows.models import ErrorCode
 
 CALL = CallContext("wf", "call", "wf:call", None, None)
 MakeTools = Callable[..., StorageTools]

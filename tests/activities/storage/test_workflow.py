@@ -16,9 +16,6 @@ import pytest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.storage import SQLiteStorage
-from activities.storage.store import Quota
-from activities.storage.values import encode_value
 from tests.support.harness import (
     decision,
     make_config,
@@ -29,9 +26,12 @@ from tests.support.harness import (
 )
 from tests.support.tools import ALL_TOOL_NAMES
 from tests.worker.support import TOOLCALLS, Spawned, hermetic_env
-from worker.config import Config
-from workflows.models import CallStatus, ErrorCode, ToolCallRequest, ToolCallResult
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.activities.storage import SQLiteStorage
+from toolcalls.activities.storage.store import Quota
+from toolcalls.activities.storage.values import encode_value
+from toolcalls.worker.config import Config
+from toolcalls.workflows.models import CallStatus, ErrorCode, ToolCallRequest, ToolCallResult
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 STORAGE_TOOLS = ["get_value", "list_keys", "set_value", "delete_value"]
 

@@ -12,10 +12,10 @@ from temporalio.client import Client
 
 from tests.support.payloads import keys
 from tests.worker.inbox.support import INLINE_KEYS_ENV, Visitor, write_deployment
-from worker.config import Config, load_config
-from worker.inbox.app import Inbox, app
-from worker.run import build_worker
-from workflows.client import ToolCallClient
+from toolcalls.worker.config import Config, load_config
+from toolcalls.worker.inbox.app import Inbox, app
+from toolcalls.worker.run import build_worker
+from toolcalls.workflows.client import ToolCallClient
 
 SECRET = b"a test session secret of 32 bytes"
 

@@ -11,9 +11,9 @@ from temporalio.client import Client
 from tests.support.harness import pending_approval, start_call
 from tests.worker.inbox.conftest import SECRET, Deployment, Visit
 from tests.worker.inbox.support import PASSWORDS, Visitor, buttons, call_path, fast_hash, forms
-from worker.inbox.app import Inbox, app
-from worker.inbox.settings import InboxSection, InboxUser
-from workflows.client import ToolCallClient
+from toolcalls.worker.inbox.app import Inbox, app
+from toolcalls.worker.inbox.settings import InboxSection, InboxUser
+from toolcalls.workflows.client import ToolCallClient
 
 
 def set_cookies(response: httpx.Response) -> SimpleCookie:

@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 
 from tests.worker.inbox.support import fast_hash
-from worker.config import ConfigError
-from worker.inbox.auth import (
+from toolcalls.worker.config import ConfigError
+from toolcalls.worker.inbox.auth import (
     MAX_PASSWORD_CHARS,
     LoginLimiter,
     Passwords,
@@ -19,7 +19,7 @@ from worker.inbox.auth import (
     session_secret,
     trusted,
 )
-from worker.inbox.settings import InboxSection, InboxUser
+from toolcalls.worker.inbox.settings import InboxSection, InboxUser
 
 SECRET = b"s" * 32
 

@@ -23,9 +23,9 @@ from temporalio.testing import WorkflowEnvironment
 from tests.support.harness import Handle, pending_approval, pending_question, start_call
 from tests.worker.inbox.support import PASSWORDS, call_path, write_deployment
 from tests.worker.support import TOOLCALLS, Spawned, free_port, hermetic_env
-from worker.config import load_config
-from worker.run import build_worker
-from workflows.models import CallStatus, ErrorCode
+from toolcalls.worker.config import load_config
+from toolcalls.worker.run import build_worker
+from toolcalls.workflows.models import CallStatus, ErrorCode
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

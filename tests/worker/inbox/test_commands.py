@@ -27,9 +27,9 @@ from tests.worker.support import (
     wait_port_closed,
     write_config,
 )
-from worker.config import ConfigError, parse_config
-from worker.inbox.auth import Passwords
-from worker.inbox.serve import plan
+from toolcalls.worker.config import ConfigError, parse_config
+from toolcalls.worker.inbox.auth import Passwords
+from toolcalls.worker.inbox.serve import plan
 
 
 def hash_password(tmp_path: Path, stdin: str) -> subprocess.CompletedProcess[str]:

@@ -27,11 +27,11 @@ from tests.worker.inbox.support import (
     listed,
     notice,
 )
-from worker.plugin import sandbox_runner
-from worker.run import build_worker
-from workflows.client import ToolCallClient
-from workflows.grants import Grant
-from workflows.models import (
+from toolcalls.worker.plugin import sandbox_runner
+from toolcalls.worker.run import build_worker
+from toolcalls.workflows.client import ToolCallClient
+from toolcalls.workflows.grants import Grant
+from toolcalls.workflows.models import (
     WORKFLOW_NAME,
     CallStatus,
     CapabilityPolicy,
@@ -40,7 +40,7 @@ from workflows.models import (
     GrantScope,
     ToolCallRequest,
 )
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 
 @workflow.defn(name=WORKFLOW_NAME, sandboxed=False)

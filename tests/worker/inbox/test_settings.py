@@ -11,12 +11,12 @@ from temporalio.client import Client
 from tests.support.harness import decision, pending_approval, start_call, update_rejection
 from tests.worker.inbox.support import fast_hash
 from tests.worker.support import write_config
-from worker.config import ConfigError, load_config, parse_config
-from worker.inbox.settings import InboxUser, with_inbox_groups
-from worker.run import build_worker
-from workflows.approvers import ApproversSettings
-from workflows.models import CallStatus
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.worker.config import ConfigError, load_config, parse_config
+from toolcalls.worker.inbox.settings import InboxUser, with_inbox_groups
+from toolcalls.worker.run import build_worker
+from toolcalls.workflows.approvers import ApproversSettings
+from toolcalls.workflows.models import CallStatus
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 
 def inbox(**section: Any) -> dict[str, Any]:

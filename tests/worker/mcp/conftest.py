@@ -17,8 +17,8 @@ from temporalio.client import Client
 
 from tests.support.harness import running_worker
 from tests.worker.mcp.support import Deployment, Open, Recorder, stdio_session
-from worker.config import load_config
-from workflows.client import ToolCallClient
+from toolcalls.worker.config import load_config
+from toolcalls.workflows.client import ToolCallClient
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from tests.support.processes import SYSTEM_PATH
 from tests.worker.support import TOOLCALLS, hermetic_env
-from worker.mcp.front import IDEMPOTENCY_KEY
+from toolcalls.worker.mcp.front import IDEMPOTENCY_KEY
 
 TOOLS = ["calculator", "current_datetime", "ask_user", "run_shell", "get_value", "set_value"]
 USER = "mcp-tester"

@@ -9,10 +9,10 @@ import pytest
 from jsonschema.validators import validator_for
 from mcp.shared.exceptions import MCPError
 
-from activities.families import BUILTIN_TOOLS
-from worker.arguments import default_approver
-from worker.config import ConfigError, parse_config
-from worker.mcp.elicit import (
+from toolcalls.activities.families import BUILTIN_TOOLS
+from toolcalls.worker.arguments import default_approver
+from toolcalls.worker.config import ConfigError, parse_config
+from toolcalls.worker.mcp.elicit import (
     DECLINED_REASON,
     Verdict,
     approval_form,
@@ -20,11 +20,11 @@ from worker.mcp.elicit import (
     may_decide,
     question_answer,
 )
-from worker.mcp.front import IDEMPOTENCY_KEY, MAX_KEY_CHARS, call_workflow_id
-from worker.mcp.results import call_result
-from worker.mcp.server import identity
-from worker.mcp.tools import output_schema, tool_annotations
-from workflows.models import (
+from toolcalls.worker.mcp.front import IDEMPOTENCY_KEY, MAX_KEY_CHARS, call_workflow_id
+from toolcalls.worker.mcp.results import call_result
+from toolcalls.worker.mcp.server import identity
+from toolcalls.worker.mcp.tools import output_schema, tool_annotations
+from toolcalls.workflows.models import (
     ApprovalRequest,
     CallStatus,
     ErrorCode,

@@ -12,9 +12,9 @@ from temporalio.client import Client
 from tests.support.harness import running_worker
 from tests.worker.mcp.support import USER, Deployment, Open, Recorder, accept, text_of, workflow_of
 from tests.worker.support import command
-from worker.config import load_config
-from workflows.models import CallStatus
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.worker.config import load_config
+from toolcalls.workflows.models import CallStatus
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 SET = ("set_value", {"key": "colour", "value": '"blue"'})
 

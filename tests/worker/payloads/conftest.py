@@ -12,8 +12,8 @@ from temporalio.client import Client
 
 from tests.support.payloads import keys
 from tests.worker.support import Done, hermetic_env, toolcalls, write_config
-from worker.config import load_config
-from worker.run import build_worker
+from toolcalls.worker.config import load_config
+from toolcalls.worker.run import build_worker
 
 KEYS_ENV = "TOOLCALLS_TEST_KEYS"
 

@@ -10,8 +10,8 @@ from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from tests.support.payloads import key_line, keys
-from worker.config import ConfigError, parse_config
-from worker.payloads.codec import (
+from toolcalls.worker.config import ConfigError, parse_config
+from toolcalls.worker.payloads.codec import (
     COMPRESSION,
     ENCODING,
     KEY_ID,
@@ -19,9 +19,9 @@ from worker.payloads.codec import (
     KeylessCodec,
     PayloadKeyError,
 )
-from worker.payloads.converter import data_converter
-from worker.payloads.keys import KeysError, load_keys, parse_keys
-from workflows.models import ToolCallRequest
+from toolcalls.worker.payloads.converter import data_converter
+from toolcalls.worker.payloads.keys import KeysError, load_keys, parse_keys
+from toolcalls.workflows.models import ToolCallRequest
 
 SECRET = "the quarterly numbers are 42"
 

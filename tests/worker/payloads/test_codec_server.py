@@ -16,7 +16,7 @@ from tests.support.payloads import ENCRYPTED, decoded_data, keys, payloads_in
 from tests.worker.payloads.conftest import KEYS_ENV, Deployed, Deployment
 from tests.worker.payloads.test_encryption import plain_history
 from tests.worker.support import Spawn, free_port, hermetic_env
-from worker.devserver import temporal_binary
+from toolcalls.worker.devserver import temporal_binary
 
 UI = "http://localhost:8233"
 TOKEN = "alice-codec-token-0123456789"

@@ -14,8 +14,8 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from tests.support.payloads import ENCRYPTED, decoded_data, key_line, metadata, payloads_in
 from tests.worker.payloads.conftest import KEYS_ENV, Deployed, Deployment
 from tests.worker.support import one_line
-from worker.devserver import temporal_binary
-from workflows.models import CallStatus, ToolCallResult
+from toolcalls.worker.devserver import temporal_binary
+from toolcalls.workflows.models import CallStatus, ToolCallResult
 
 SECRET_TEXT = "launch codes: 0000 (do not share)"
 

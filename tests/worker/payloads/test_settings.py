@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from activities.family import Extra
-from activities.limits import MAX_PAYLOAD_BYTES, output_bytes
 from tests.worker.support import TOOLCALLS, run, write_config
-from worker.config import ConfigError, build_catalog, parse_config
-from worker.payloads import converter
-from worker.payloads.converter import data_converter
-from worker.payloads.settings import DEFAULT_STORED_RESULT_BYTES
+from toolcalls.activities.family import Extra
+from toolcalls.activities.limits import MAX_PAYLOAD_BYTES, output_bytes
+from toolcalls.worker.config import ConfigError, build_catalog, parse_config
+from toolcalls.worker.payloads import converter
+from toolcalls.worker.payloads.converter import data_converter
+from toolcalls.worker.payloads.settings import DEFAULT_STORED_RESULT_BYTES
 
 
 def refusal(data: dict[str, Any]) -> str:

@@ -25,11 +25,11 @@ from tests.support.payloads import decoded_data, payloads_in
 from tests.worker.payloads.conftest import Deployed, Deployment
 from tests.worker.payloads.test_encryption import plain_history
 from tests.worker.support import free_port, one_line, toolcalls, write_config
-from worker.config import parse_config
-from worker.payloads.converter import data_converter
-from worker.payloads.storage import LocalStorageDriver, PayloadStoreError
-from workflows.limits import check_request
-from workflows.models import CallStatus, ToolCallRequest, ToolCallResult
+from toolcalls.worker.config import parse_config
+from toolcalls.worker.payloads.converter import data_converter
+from toolcalls.worker.payloads.storage import LocalStorageDriver, PayloadStoreError
+from toolcalls.workflows.limits import check_request
+from toolcalls.workflows.models import CallStatus, ToolCallRequest, ToolCallResult
 
 CLAIM = "temporal.api.sdk.v1.ExternalStorageReference"
 STORE = """

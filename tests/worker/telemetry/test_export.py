@@ -19,8 +19,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from tests.worker.support import Spawn, hermetic_env, toolcalls, write_config
-from worker.telemetry.tracing import tracing_configured
-from workflows import telemetry
+from toolcalls.worker.telemetry.tracing import tracing_configured
+from toolcalls.workflows import telemetry
 
 EXPORT_TIMEOUT = 30
 """Seconds for the spans to arrive: generous, to catch a hang."""

@@ -12,9 +12,9 @@ import pytest
 from temporalio import activity, workflow
 
 from tests.worker.support import TOOLCALLS, one_line, run, write_config
-from worker.config import ConfigError, parse_config
-from worker.telemetry.logs import JsonFormatter, configure_logging
-from worker.telemetry.settings import LogFormat
+from toolcalls.worker.config import ConfigError, parse_config
+from toolcalls.worker.telemetry.logs import JsonFormatter, configure_logging
+from toolcalls.worker.telemetry.settings import LogFormat
 
 
 def test_the_defaults_are_text_logs_and_no_endpoint() -> None:
@@ -136,9 +136,9 @@ def test_text_stays_the_default_format() -> None:
 
 
 def test_the_docs_list_every_metric_span_and_log_field() -> None:
-    from activities import telemetry as activity_metrics
-    from worker.telemetry.logs import CALL_FIELDS, SDK_FIELDS
-    from workflows import telemetry as workflow_metrics
+    from toolcalls.activities import telemetry as activity_metrics
+    from toolcalls.worker.telemetry.logs import CALL_FIELDS, SDK_FIELDS
+    from toolcalls.workflows import telemetry as workflow_metrics
 
     page = (Path(__file__).resolve().parents[3] / "docs/observability.md").read_text("utf-8")
     histograms = {workflow_metrics.APPROVAL_WAIT, activity_metrics.TOOL_DURATION}

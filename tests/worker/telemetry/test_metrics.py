@@ -27,10 +27,10 @@ from tests.worker.telemetry.support import (
     total,
     until,
 )
-from workflows.client import ToolCallClient
-from workflows.client_base import Handle
-from workflows.models import CallStatus, CapabilityPolicy, Effect, ToolCallRequest
-from workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.client import ToolCallClient
+from toolcalls.workflows.client_base import Handle
+from toolcalls.workflows.models import CallStatus, CapabilityPolicy, Effect, ToolCallRequest
+from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 DASHBOARD = Path(__file__).resolve().parents[3] / "docker/grafana/dashboards/toolcalls.json"
 APPROVE = CapabilityPolicy(tools={"calculator": Effect.REQUIRE_APPROVAL})
@@ -243,7 +243,9 @@ def check_json_logs(lines: list[dict[str, Any]], approved: str) -> None:
     assert by_code[None]["status"] == "completed"
     # The tool's expected failure, logged where it happened.
     failures = {
-        line["error_code"]: line for line in lines if line["logger"] == "activities.runtime"
+        line["error_code"]: line
+        for line in lines
+        if line["logger"] == "toolcalls.activities.runtime"
     }
     assert set(failures) == {"execution_failed", "output_too_large"}
     failure = failures["execution_failed"]

@@ -21,10 +21,10 @@ from temporalio.worker import Worker
 
 from tests.support.harness import make_config, pending_approval, running_worker
 from tests.support.parents import AgentParent, ParentInput
-from worker.plugin import ToolCallsPlugin, sandbox_runner
-from workflows import telemetry
-from workflows.client import ToolCallClient
-from workflows.models import (
+from toolcalls.worker.plugin import ToolCallsPlugin, sandbox_runner
+from toolcalls.workflows import telemetry
+from toolcalls.workflows.client import ToolCallClient
+from toolcalls.workflows.models import (
     ApprovalDecision,
     CallStatus,
     CapabilityPolicy,

@@ -1,0 +1,81 @@
+"""toolcalls: every built-in agent tool as a durable, policy-checked Temporal activity.
+
+The names below are the public API; everything else under ``toolcalls`` is internal and may change
+between releases. Each name is imported on first use, so a sandboxed workflow that imports
+``ToolCalls`` from here loads the workflow code only, not the worker's or the client's::
+
+    from toolcalls import CapabilityPolicy, ToolCallRequest, ToolCalls, ToolCallWorkflow
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toolcalls.worker.config import load_config
+    from toolcalls.worker.payloads.converter import data_converter
+    from toolcalls.worker.plugin import ToolCallsPlugin
+    from toolcalls.worker.replay import replay_histories
+    from toolcalls.workflows.client import ToolCallClient
+    from toolcalls.workflows.models import (
+        ApprovalDecision,
+        CallStatus,
+        CapabilityPolicy,
+        ToolCallRequest,
+        ToolCallResult,
+    )
+    from toolcalls.workflows.parent import CallBudget, ToolCalls
+    from toolcalls.workflows.tool_call import ToolCallWorkflow
+
+try:
+    __version__ = version("toolcalls")
+except PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"
+
+__all__ = [
+    "ApprovalDecision",
+    "CallBudget",
+    "CallStatus",
+    "CapabilityPolicy",
+    "ToolCallClient",
+    "ToolCallRequest",
+    "ToolCallResult",
+    "ToolCallWorkflow",
+    "ToolCalls",
+    "ToolCallsPlugin",
+    "__version__",
+    "data_converter",
+    "load_config",
+    "replay_histories",
+]
+
+_WHERE = {
+    "ApprovalDecision": "toolcalls.workflows.models",
+    "CallStatus": "toolcalls.workflows.models",
+    "CapabilityPolicy": "toolcalls.workflows.models",
+    "ToolCallRequest": "toolcalls.workflows.models",
+    "ToolCallResult": "toolcalls.workflows.models",
+    "ToolCallWorkflow": "toolcalls.workflows.tool_call",
+    "CallBudget": "toolcalls.workflows.parent",
+    "ToolCalls": "toolcalls.workflows.parent",
+    "ToolCallClient": "toolcalls.workflows.client",
+    "ToolCallsPlugin": "toolcalls.worker.plugin",
+    "load_config": "toolcalls.worker.config",
+    "data_converter": "toolcalls.worker.payloads.converter",
+    "replay_histories": "toolcalls.worker.replay",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolcalls' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
