@@ -1,30 +1,32 @@
 """What does ``ToolCallWorkflow`` cost over a bare workflow running the same tool activity?
 
     make bench-overhead
-    python -m bench.overhead [--calls N] [--concurrency C ...] [--seconds S] [--bare-unsandboxed]
+    python -m bench.overhead [--calls N] [--concurrency C ...] [--seconds S]
 
-Starts its own dev server and five workers in one process and runs ``calculator`` five ways:
+Starts its own dev server and nine workers in one process and runs ``calculator`` nine ways, each
+kind (``local``: pure tools as local activities, ``activities.local_pure_tools = true``, the
+default; ``activity``: through a regular activity) four ways:
 
-- ``tool/local``: ``ToolCallWorkflow`` with an allowing policy, pure tools as local activities
-  (``activities.local_pure_tools = true``, the default);
-- ``bare/local``: a bare workflow (``bench.baseline``) running the same calculator code as a local
-  activity with the catalog's options for it (start-to-close, one attempt);
-- ``bare+status/local``: the same, setting ``ToolCallStatus`` when it ends (``FLOOR``): printed
-  beside the goals, which compare against ``bare/local``;
-- ``tool/activity``: ``ToolCallWorkflow`` with ``local_pure_tools = false``;
-- ``bare/activity``: the bare workflow running it as a regular activity with the same options
-  (start-to-close, schedule-to-start, one attempt).
+- ``stock/KIND``: ``ToolCallWorkflow`` with an allowing policy, on the stock path a user's worker
+  with ``ToolCallsPlugin`` gets (the SDK's sandbox runner and thread-pool executor; our workflow
+  package shared between runs);
+- ``fast/KIND``: the same on the opt-in fast path (``[worker] fast_path = true``, the ``toolcalls
+  worker`` binary's default: our workflows outside the sandbox, on the worker's event loop);
+- ``bare/KIND``: a bare workflow (``bench.baseline``) running the same calculator code as that
+  kind of activity with the catalog's options for it, in the sandbox sharing its modules between
+  runs, as a user's own workflow runs by default;
+- ``bare-unsandboxed/KIND``: the bare workflow outside the sandbox, the harder baseline;
 
-Every worker is built the same way (the configuration's cache size and concurrency).
-``ToolCallWorkflow`` runs as production workers run it, outside the sandbox; the bare workflow runs
-in the sandbox sharing the workflow modules between runs, as a user's own workflow does by default,
-or with ``--bare-unsandboxed`` outside it too. Calls are interleaved so
-that machine noise hits all modes alike: sequential calls and timed throughput rounds go in an
-order where each mode follows each other mode equally often, at the same points of the run on
-average (``balanced``), and after each round the dev server is let go idle before the next. Prints
-latency percentiles of the sequential calls, steady-state throughput at each concurrency, history
-events and workflow tasks per call, ToolCallWorkflow's ratios to the bare workflow, and each ratio
-the goals name against its goal (``bench.overhead_report.GOALS``), met or not.
+and ``bare+status/local`` (``FLOOR``), the bare local workflow setting ``ToolCallStatus`` when it
+ends, printed beside the goals.
+
+Every worker is built the same way (the configuration's cache size and concurrency). Calls are
+interleaved so that machine noise hits all modes alike: sequential calls and timed throughput
+rounds go in an order where each mode follows each other mode equally often, at the same points of
+the run on average (``balanced``), and after each round the dev server is let go idle before the
+next. Prints latency percentiles of the sequential calls, steady-state throughput at each
+concurrency, history events and workflow tasks per call, each path's ratios to each bare workflow,
+and each ratio the goals name against its goal (``bench.overhead_report.GOALS``), met or not.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ from toolcalls.activities.base import CallContext
 from toolcalls.activities.core.calculator import CalculatorArgs, CalculatorResult, MathTools
 from toolcalls.worker.config import Config, build_catalog, parse_config
 from toolcalls.worker.devserver import temporal_binary
-from toolcalls.worker.plugin import PASSTHROUGH_MODULES
+from toolcalls.worker.fast_path import PASSTHROUGH_MODULES, SHARED_PACKAGE
 from toolcalls.worker.run import build_worker
 from toolcalls.workflows.models import (
     SEARCH_ATTRIBUTES,
@@ -165,7 +167,7 @@ class Mode:
             # Shared like the workflows package, so it skips the per-workflow re-import.
             runner = SandboxedWorkflowRunner(
                 restrictions=SandboxRestrictions.default.with_passthrough_modules(
-                    *PASSTHROUGH_MODULES, "workflows", "bench.baseline"
+                    *PASSTHROUGH_MODULES, SHARED_PACKAGE, "bench.baseline"
                 )
             )
         return Worker(
@@ -278,31 +280,35 @@ def balanced(modes: list[Mode]) -> list[Mode]:
     return pairs + pairs[::-1]
 
 
-def make_modes(run_id: str, *, sandboxed: bool = True) -> tuple[list[Mode], dict[str, Config]]:
+def make_modes(run_id: str) -> tuple[list[Mode], dict[str, Config]]:
+    """Per kind: the stock path, the fast path, the bare workflow in and out of the sandbox; the
+    floor after the local ones."""
     modes = []
     configs = {}
     for local in (True, False):
         kind = "local" if local else "activity"
-        for tool_call in (True, False):
-            name = f"{'tool' if tool_call else 'bare'}/{kind}"
+        for way in ("stock", "fast", "bare", "bare-unsandboxed"):
+            name = f"{way}/{kind}"
             queue = f"bench-{name.replace('/', '-')}-{run_id}"
-            config = parse_config(
-                {"task_queue": queue, "activities": {"local_pure_tools": local}}, "bench"
-            )
+            sections = {
+                "task_queue": queue,
+                "activities": {"local_pure_tools": local},
+                "worker": {"fast_path": way == "fast"},
+            }
+            config = parse_config(sections, "bench")
             options = build_catalog(config).options(TOOL).model_copy(update={"local": local})
-            modes.append(Mode(name, tool_call, local, queue, options, sandboxed=sandboxed))
+            tool_call = way in ("stock", "fast")
+            mode = Mode(name, tool_call, local, queue, options, sandboxed=way != "bare-unsandboxed")
+            modes.append(mode)
             configs[name] = config
-            if local and not tool_call:
-                queue = f"bench-floor-local-{run_id}"
-                floor = Mode(FLOOR, False, True, queue, options, publish=True, sandboxed=sandboxed)
-                modes.append(floor)
-                configs[FLOOR] = config
+        if local:
+            queue = f"bench-floor-local-{run_id}"
+            modes.append(Mode(FLOOR, False, True, queue, options, publish=True))
+            configs[FLOOR] = config
     return modes, configs
 
 
-async def run(
-    calls: int, levels: list[int], seconds: float, *, sandboxed: bool = True
-) -> list[Mode]:
+async def run(calls: int, levels: list[int], seconds: float) -> list[Mode]:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_binary(),
         search_attributes=SEARCH_ATTRIBUTES,
@@ -310,7 +316,7 @@ async def run(
         dev_server_log_level="error",
     )
     client = env.client
-    modes, configs = make_modes(uuid.uuid4().hex[:8], sandboxed=sandboxed)
+    modes, configs = make_modes(uuid.uuid4().hex[:8])
     workers = [mode.worker(client, configs[mode.name]) for mode in modes]
     try:
         for worker in workers:
@@ -357,21 +363,13 @@ def main() -> None:
     parser.add_argument(
         "--seconds", type=float, default=16.0, help="throughput time per mode and concurrency"
     )
-    parser.add_argument(
-        "--bare-unsandboxed",
-        action="store_true",
-        help="run the bare workflows without the sandbox, as ToolCallWorkflow runs in production",
-    )
     args = parser.parse_args()
     if args.calls < 1 or args.seconds <= 0 or min(args.concurrency) < 1:
         parser.error("--calls, --seconds and --concurrency must be positive")
 
     def measure() -> int:
-        sandboxed = not args.bare_unsandboxed
-        modes = asyncio.run(run(args.calls, args.concurrency, args.seconds, sandboxed=sandboxed))
+        modes = asyncio.run(run(args.calls, args.concurrency, args.seconds))
         subject = f"{TOOL} {ARGUMENTS['expression']!r}"
-        if not sandboxed:
-            subject += ", bare workflows unsandboxed"
         report(modes, subject, args.calls, args.concurrency, args.seconds)
         return 0
 

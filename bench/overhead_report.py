@@ -1,5 +1,5 @@
-"""What ``bench.overhead`` prints: its tables, ``ToolCallWorkflow``'s ratios to the bare workflow
-(and to the floor, ``FLOOR``) and each goal of ``GOALS`` met or not."""
+"""What ``bench.overhead`` prints: its tables, each path's ratios to each bare workflow (and to the
+floor, ``FLOOR``) and each goal of ``GOALS`` met or not."""
 
 from __future__ import annotations
 
@@ -14,6 +14,10 @@ if TYPE_CHECKING:
     from bench.overhead import Mode
 
 GOAL_CONCURRENCY = 32
+PATHS = ("stock", "fast")
+"""``ToolCallWorkflow`` on the stock path (a user's worker with the plugin) and the fast path."""
+BASELINES = ("bare", "bare-unsandboxed")
+"""The bare workflow in the sandbox (as a user's own runs) and outside it (the harder one)."""
 FLOOR = "bare+status/local"
 """The bare local workflow that also sets one search attribute when it ends: what an allowed pure
 call costs at least, with the one write ``ToolCallStatus`` needs (the goals compare against the
@@ -77,14 +81,19 @@ def report(modes: list[Mode], subject: str, calls: int, levels: list[int], secon
     by_name = {m.name: m for m in modes}
     print("ToolCallWorkflow / bare")
     for kind in GOALS:
-        print(f"{kind:<10}{ratios(by_name[f'tool/{kind}'], by_name[f'bare/{kind}'], levels)}")
-    print(f"{'local':<10}{ratios(by_name['tool/local'], by_name[FLOOR], levels)}  (/ {FLOOR})")
+        for path in PATHS:
+            for base in BASELINES:
+                tool, bare = by_name[f"{path}/{kind}"], by_name[f"{base}/{kind}"]
+                print(f"{path + '/' + kind:<16}/ {base:<18}{ratios(tool, bare, levels)}")
+    for path in PATHS:
+        floor = ratios(by_name[f"{path}/local"], by_name[FLOOR], levels)
+        print(f"{path + '/local':<16}/ {FLOOR:<18}{floor}")
     print("goals")
-    print(f"{'kind':<10}{'ratio':<16}{'measured':>9}{'goal':>10}  result")
-    for kind, ratio, value, goal in goal_rows(by_name):
+    print(f"{'path/kind':<16}{'baseline':<18}{'ratio':<16}{'measured':>9}{'goal':>10}  result")
+    for name, base, ratio, value, goal in goal_rows(by_name):
         shown = "-" if value is None else f"{value:.2f}x"
         result = "not measured" if value is None else "met" if goal.met(value) else "not met"
-        print(f"{kind:<10}{ratio:<16}{shown:>9}{goal.text:>10}  {result}")
+        print(f"{name:<16}{base:<18}{ratio:<16}{shown:>9}{goal.text:>10}  {result}")
 
 
 def ratios(tool: Mode, base: Mode, levels: list[int]) -> str:
@@ -109,19 +118,23 @@ class Bound:
         return value <= self.limit if self.upper else value >= self.limit
 
 
-def goal_rows(by_name: dict[str, Mode]) -> list[tuple[str, str, float | None, Bound]]:
-    """Each ratio ``GOALS`` names, measured (``None`` if the run did not measure it), and its
-    bound."""
-    rows: list[tuple[str, str, float | None, Bound]] = []
+def goal_rows(by_name: dict[str, Mode]) -> list[tuple[str, str, str, float | None, Bound]]:
+    """Each ratio ``GOALS`` names, for each path against each baseline, measured (``None`` if the
+    run did not measure it), and its bound."""
+    rows: list[tuple[str, str, str, float | None, Bound]] = []
     for kind, goal in GOALS.items():
-        tool, bare = by_name[f"tool/{kind}"], by_name[f"bare/{kind}"]
-        p50 = percentile(tool.latencies, 0.5) / percentile(bare.latencies, 0.5)
-        rows.append((kind, "p50", p50, Bound(goal.p50, upper=True)))
-        level = GOAL_CONCURRENCY
-        rate = (
-            tool.throughput[level] / bare.throughput[level]
-            if level in tool.throughput and level in bare.throughput
-            else None
-        )
-        rows.append((kind, f"calls/s@{level}", rate, Bound(goal.throughput, upper=False)))
+        for path in PATHS:
+            for base in BASELINES:
+                name = f"{path}/{kind}"
+                tool, bare = by_name[name], by_name[f"{base}/{kind}"]
+                p50 = percentile(tool.latencies, 0.5) / percentile(bare.latencies, 0.5)
+                rows.append((name, base, "p50", p50, Bound(goal.p50, upper=True)))
+                level = GOAL_CONCURRENCY
+                rate = (
+                    tool.throughput[level] / bare.throughput[level]
+                    if level in tool.throughput and level in bare.throughput
+                    else None
+                )
+                bound = Bound(goal.throughput, upper=False)
+                rows.append((name, base, f"calls/s@{level}", rate, bound))
     return rows

@@ -38,6 +38,7 @@ import asyncio
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -130,7 +131,11 @@ def baseline_tree(rev: str, into: Path) -> Path:
     bench.mkdir(exist_ok=True)
     (bench / "__init__.py").touch()
     for script in ("scale_worker.py", "scale_approve.py"):
-        shutil.copy(root / "bench" / script, bench / script)
+        text = (root / "bench" / script).read_text(encoding="utf-8")
+        if not (tree / "toolcalls" / "__init__.py").exists():
+            # A baseline from before the one ``toolcalls`` namespace imports its packages bare.
+            text = re.sub(r"^from toolcalls\.", "from ", text, flags=re.MULTILINE)
+        (bench / script).write_text(text, encoding="utf-8")
     return tree
 
 

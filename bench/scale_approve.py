@@ -28,8 +28,7 @@ from typing import TypeVar
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from toolcalls.workflows.client import ToolCallClient
-from toolcalls.workflows.models import CallStatus
+from toolcalls.workflows import CallStatus, ToolCallClient
 
 _T = TypeVar("_T")
 

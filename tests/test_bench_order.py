@@ -14,6 +14,10 @@ from bench.overhead import Mode, balanced, make_modes
 from bench.scale import abba, baseline_tree
 from toolcalls.workflows.models import ActivityPlan
 
+SCALE_BASELINE = "4410f6b"
+"""The commit before the scale work (the Makefile's ``SCALE_BASELINE``), from before the one
+``toolcalls`` namespace."""
+
 OPTIONS = ActivityPlan(
     task_queue=None,
     start_to_close=timedelta(seconds=5),
@@ -45,22 +49,35 @@ def test_every_mode_follows_every_other_and_runs_as_often_and_as_early(count: in
     assert len(set(positions.values())) == 1, positions
 
 
-def test_the_benchmark_compares_five_modes_with_the_floor_among_them() -> None:
+def test_the_benchmark_compares_both_paths_with_both_bare_workflows_and_the_floor() -> None:
     built, configs = make_modes("t")
     names = [mode.name for mode in built]
     assert names == [
-        "tool/local",
+        "stock/local",
+        "fast/local",
         "bare/local",
+        "bare-unsandboxed/local",
         "bare+status/local",
-        "tool/activity",
+        "stock/activity",
+        "fast/activity",
         "bare/activity",
+        "bare-unsandboxed/activity",
     ]
-    floor = built[2]
+    by_name = dict(zip(names, built, strict=True))
+    floor = by_name["bare+status/local"]
     assert floor.publish
     assert floor.local
+    assert floor.sandboxed
     assert not floor.tool_call
-    assert len({mode.queue for mode in built}) == 5
+    assert len({mode.queue for mode in built}) == len(names)
     assert set(configs) == set(names)
+    for kind in ("local", "activity"):
+        assert configs[f"fast/{kind}"].worker.fast_path is True
+        assert configs[f"stock/{kind}"].worker.fast_path is False
+        assert by_name[f"stock/{kind}"].tool_call
+        assert by_name[f"bare/{kind}"].sandboxed
+        assert not by_name[f"bare-unsandboxed/{kind}"].sandboxed
+        assert not by_name[f"bare-unsandboxed/{kind}"].tool_call
 
 
 @pytest.mark.parametrize("rounds", [1, 2, 3])
@@ -93,3 +110,17 @@ def test_the_baseline_tree_is_the_commit_with_this_scale_worker_and_approver(
     for script in ("scale_worker.py", "scale_approve.py"):
         here = root / "bench" / script
         assert (tree / "bench" / script).read_bytes() == here.read_bytes()
+
+
+def test_a_baseline_from_before_the_namespace_runs_the_scripts_with_bare_imports(
+    tmp_path: Path,
+) -> None:
+    tree = baseline_tree(SCALE_BASELINE, tmp_path)
+    assert not (tree / "toolcalls").exists()
+    for script in ("scale_worker.py", "scale_approve.py"):
+        text = (tree / "bench" / script).read_text(encoding="utf-8")
+        assert "from toolcalls." not in text
+    assert "from worker.run import build_worker" in (tree / "bench" / "scale_worker.py").read_text()
+    assert "from workflows import CallStatus, ToolCallClient" in (
+        tree / "bench" / "scale_approve.py"
+    ).read_text(encoding="utf-8")

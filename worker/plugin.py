@@ -10,6 +10,7 @@ its worker through it too, so a user's own worker and ours serve calls the same 
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -22,8 +23,8 @@ from temporalio.converter import (
     DefaultFailureConverterWithEncodedAttributes,
 )
 from temporalio.plugin import SimplePlugin
-from temporalio.worker import ReplayerConfig, Worker, WorkerConfig, WorkflowRunner
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+from temporalio.worker import ReplayerConfig, Worker, WorkerConfig
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from toolcalls.activities.catalog import Catalog
 from toolcalls.activities.families import BUILTIN_FAMILIES
@@ -32,12 +33,17 @@ from toolcalls.activities.grants import GrantFinder
 from toolcalls.activities.inline import Attestor
 from toolcalls.activities.notifications import Notifier
 from toolcalls.activities.runtime import ToolRuntime
-from toolcalls.worker.activations import OwnOnTheLoop
 from toolcalls.worker.config import Config, ConfigError, build_catalog
+from toolcalls.worker.fast_path import (
+    fast_executor,
+    fast_path_applies,
+    fast_runner,
+    stock_runner,
+    with_passthrough,
+)
 from toolcalls.worker.inbox.settings import with_inbox_groups
 from toolcalls.worker.payloads.converter import PayloadPipeline, payload_pipeline
 from toolcalls.worker.payloads.keys import KeysError, load_keys
-from toolcalls.worker.sandbox import ContextRunner, OwnUnsandboxed
 from toolcalls.worker.telemetry.tracing import (
     TracingUnavailable,
     install_tracer_provider,
@@ -48,42 +54,14 @@ from toolcalls.workflows.grants import GrantWorkflow
 from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 PLUGIN_NAME = "toolcalls.ToolCallsPlugin"
-PASSTHROUGH_MODULES = (
-    "toolcalls.workflows.models",
-    "toolcalls.workflows.approval_models",
-    "toolcalls.workflows.policy",
-    "pydantic",
-    "pydantic_core",
-)
-"""Pure modules the sandbox shares between workflow runs instead of re-importing them for each."""
-
-
 OWN_WORKFLOWS = (ToolCallWorkflow, GrantWorkflow, DefinitionsWorkflow)
 """The workflows this plugin adds to a worker."""
 
 
 def sandbox_runner(*, isolate: bool = True) -> SandboxedWorkflowRunner:
-    """The sandbox for a parent workflow's worker (and, isolated, for ``ToolCallWorkflow``);
-    ``isolate=False`` shares the ``workflows`` package.
-
-    It is the SDK's sandbox with the per-payload context lookup made direct
-    (``toolcalls.worker.sandbox``).
-    """
-    return _with_passthrough(ContextRunner(), isolate=isolate)
-
-
-def _with_passthrough(runner: SandboxedWorkflowRunner, *, isolate: bool) -> SandboxedWorkflowRunner:
-    """``runner`` sharing our pure modules between workflow runs.
-
-    Isolated, the sandbox re-imports ``toolcalls.workflows.tool_call`` for every new workflow and
-    proxies what it imports, so a non-deterministic call slipped into the workflow code fails at
-    once. That costs more worker CPU per call than the rest of the call together
-    (docs/performance.md), so production workers share the package, whose determinism the replay
-    suite and the isolated test workers guard.
-    """
-    modules = PASSTHROUGH_MODULES if isolate else (*PASSTHROUGH_MODULES, "toolcalls.workflows")
-    restrictions: SandboxRestrictions = runner.restrictions.with_passthrough_modules(*modules)
-    return dataclasses.replace(runner, restrictions=restrictions)
+    """The SDK's sandbox for a parent workflow's worker, sharing our pure modules between
+    workflow runs (and, not ``isolate``, the whole ``toolcalls.workflows`` package)."""
+    return with_passthrough(SandboxedWorkflowRunner(), isolate=isolate)
 
 
 class ServedQueue:
@@ -121,6 +99,11 @@ class ToolCallsPlugin(SimplePlugin):
     ``OTEL_*`` variables configure traces, which then also installs their exporter unless the
     application installed a tracer provider of its own.
 
+    The worker keeps the SDK's sandbox runner and thread-pool executor: the plugin adds our
+    workflows, activities, converter and interceptors, and names our pure modules as passthrough
+    modules of that sandbox (``toolcalls.worker.fast_path``). ``fast_path=True`` (or ``[worker]
+    fast_path = true``) opts into the speed-ups that use SDK internals, on tested SDK versions only.
+
     Raises:
         ConfigError: the ``[codec]`` keys cannot be read, or an extra the configuration needs is
             missing (``otel`` for tracing).
@@ -134,6 +117,7 @@ class ToolCallsPlugin(SimplePlugin):
         instances: Mapping[type, object] | None = None,
         environ: Mapping[str, str] | None = None,
         tracing: bool | None = None,
+        fast_path: bool | None = None,
     ) -> None:
         self.config = config if config is not None else Config()
         self._environ = os.environ if environ is None else environ
@@ -147,6 +131,14 @@ class ToolCallsPlugin(SimplePlugin):
             PLUGIN_NAME, data_converter=self.payloads.converter, interceptors=interceptors
         )
         self.families = tuple(families)
+        self.fast_path = (
+            fast_path
+            if fast_path is not None
+            else bool(self.config.worker.fast_path)  # None in the file: off for a plugin
+        )
+        """Whether workers get the speed-ups that use SDK internals (``worker.fast_path``), on
+        tested SDK versions only."""
+        self._executors: set[concurrent.futures.Executor] = set()
         self._instances = dict(instances or {})
         self._served: dict[str, ServedQueue] = {}
         self._closing: dict[Callable[..., Any], list[Any]] = {}
@@ -213,16 +205,20 @@ class ToolCallsPlugin(SimplePlugin):
                 deployment.notifications, namespace=client.namespace, environ=self._environ
             ).activities()
             config["workflows"] = [*config.get("workflows", ()), *OWN_WORKFLOWS]
-            runner = self._runner(
-                config.get("workflow_runner"), isolate=served.config.worker.isolate_workflows
-            )
-            config["workflow_runner"] = runner
-            if isinstance(runner, OwnUnsandboxed) and config.get("workflow_task_executor") is None:
-                # Ours run on the worker's loop, the rest in the SDK's pool
-                # (toolcalls.worker.activations).
-                config["workflow_task_executor"] = OwnOnTheLoop(
-                    runner, config.get("max_concurrent_workflow_tasks")
-                )
+            isolate = deployment.worker.isolate_workflows
+            existing = config.get("workflow_runner")
+            if fast_path_applies(self.fast_path):
+                runner = fast_runner(existing, isolate=isolate, own=OWN_WORKFLOWS)
+                config["workflow_runner"] = runner
+                executor = None
+                if config.get("workflow_task_executor") is None:
+                    # Ours run on the worker's loop, the rest in a pool (worker.activations).
+                    executor = fast_executor(runner, config.get("max_concurrent_workflow_tasks"))
+                if executor is not None:
+                    config["workflow_task_executor"] = executor
+                    self._executors.add(executor)
+            else:
+                config["workflow_runner"] = stock_runner(existing, isolate=isolate)
         config["activities"] = [*config.get("activities", ()), *activities]
         # Closed when this worker stops (``run_worker``); prebuilt instances are the caller's.
         # Built objects serve tools, so a worker that has any has activities of its own.
@@ -238,8 +234,9 @@ class ToolCallsPlugin(SimplePlugin):
             await super().run_worker(worker, next)
         finally:
             executor = worker.config(active_config=True).get("workflow_task_executor")
-            if isinstance(executor, OwnOnTheLoop):
+            if executor in self._executors:
                 # The SDK leaves an executor it was given to whoever gave it.
+                self._executors.discard(executor)
                 executor.shutdown(wait=False)
             for instance in self._built_for(worker):
                 await instance.aclose()
@@ -265,8 +262,9 @@ class ToolCallsPlugin(SimplePlugin):
                 converter, failure_converter_class=DefaultFailureConverter
             )
         config["workflows"] = [*config.get("workflows", ()), ToolCallWorkflow, GrantWorkflow]
-        # Replay checks determinism, so it always re-imports the workflow code in the sandbox.
-        config["workflow_runner"] = self._runner(config.get("workflow_runner"), isolate=True)
+        # Replay checks determinism, so it always re-imports our workflow code in the sandbox,
+        # the SDK's own.
+        config["workflow_runner"] = stock_runner(config.get("workflow_runner"), isolate=True)
         return config
 
     def _with_converter(self, client: Client) -> Client:
@@ -277,23 +275,6 @@ class ToolCallsPlugin(SimplePlugin):
         settings = client.config()
         settings["data_converter"] = converter
         return Client(**settings)
-
-    @staticmethod
-    def _runner(existing: WorkflowRunner | None, *, isolate: bool) -> WorkflowRunner:
-        """The worker's runner: the sandbox (the SDK's default becomes ``ContextRunner``) sharing
-        our pure modules; not isolated, our own workflows run without it (``OwnUnsandboxed``). A
-        runner of the user's own choosing that is not the sandbox is left alone."""
-        if existing is None:
-            existing = ContextRunner()
-        elif type(existing) is SandboxedWorkflowRunner:
-            # The SDK's own sandbox (a Worker's default): the same settings, direct lookups.
-            existing = ContextRunner(
-                restrictions=existing.restrictions, runner_class=existing.runner_class
-            )
-        if not isinstance(existing, SandboxedWorkflowRunner):
-            return existing
-        sandbox = _with_passthrough(existing, isolate=isolate)
-        return sandbox if isolate else OwnUnsandboxed(sandbox, OWN_WORKFLOWS)
 
 
 def inline_attestor(config: Config, environ: Mapping[str, str]) -> Attestor | None:

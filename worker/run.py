@@ -42,7 +42,9 @@ def build_worker(
 ) -> Worker:
     """A worker for ``config`` through ``ToolCallsPlugin``: the workflow and ``plan`` if it serves
     workflows, plus its tools; ``instances`` are prebuilt tool objects (tests)."""
-    plugin = ToolCallsPlugin(config, families=families, instances=instances)
+    # The binary runs only our workflows: it takes the fast path unless the file says otherwise.
+    fast_path = config.worker.fast_path is not False
+    plugin = ToolCallsPlugin(config, families=families, instances=instances, fast_path=fast_path)
     try:
         served = plugin.served(config.queue)
         if not served.workflows and not served.plan and not served.tools:

@@ -71,9 +71,13 @@ class WorkerSection(_Section):
     max_concurrent_activities: int = Field(default=100, ge=1)
     max_cached_workflows: int = Field(default=1000, ge=0)
     isolate_workflows: bool = False
-    """Run our workflows in the sandbox, re-importing their code for every workflow, with their
-    activations in the SDK's thread pool (slower; see performance); false runs them outside the
-    sandbox and on the worker's event loop. The user's own workflows stay sandboxed."""
+    """Run our workflows in the sandbox re-importing their code for every workflow run (slower;
+    see performance); false shares the ``toolcalls.workflows`` package between runs (and, on the
+    fast path, runs our workflows outside the sandbox). The user's own workflows stay sandboxed."""
+    fast_path: bool | None = None
+    """Use the speed-ups that reach into SDK internals (our workflows outside the sandbox and on
+    the worker's event loop), on tested ``temporalio`` versions only; unset, the ``toolcalls
+    worker`` binary uses them and ``ToolCallsPlugin`` in a user's worker does not."""
 
 
 class CeilingSection(_Section):

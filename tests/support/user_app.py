@@ -5,7 +5,7 @@ Kept free of test-only imports: it runs in the workflow sandbox like application
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from temporalio import activity, workflow
 
@@ -32,3 +32,13 @@ class UserApp:
             ToolCallRequest(tool="calculator", arguments={"expression": "6 * 7"}, call_id="c1")
         )
         return f"{loud} {result.status} {result.output}"
+
+
+@workflow.defn(failure_exception_types=[workflow.NondeterminismError])
+class ReadsTheClock:
+    """Reads the wall clock, which the sandbox forbids: its run fails (and the failure is the
+    workflow's, so a test needs no retrying task to see it)."""
+
+    @workflow.run
+    async def run(self) -> str:
+        return datetime.now().isoformat()

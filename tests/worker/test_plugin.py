@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import threading
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
-from temporalio import workflow
 from temporalio.client import Client
 from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import (
-    ExecuteWorkflowInput,
-    Interceptor,
     Replayer,
     Worker,
-    WorkflowInboundInterceptor,
-    WorkflowInterceptorClassInput,
 )
 
 from tests.support.harness import make_config, running_worker
@@ -26,11 +19,10 @@ from tests.support.tools import ALL_FAMILIES, PROBE_TOOLS, ProbeTools
 from tests.support.user_app import UserApp, shout
 from toolcalls.activities.families import BUILTIN_FAMILIES
 from toolcalls.activities.family import Family, NoSettings, Resources
-from toolcalls.worker.activations import OwnOnTheLoop
 from toolcalls.worker.config import ConfigError, parse_config
 from toolcalls.worker.plugin import PLUGIN_NAME, ToolCallsPlugin
 from toolcalls.worker.run import build_worker
-from toolcalls.workflows.models import WORKFLOW_NAME, CallStatus, ToolCallRequest
+from toolcalls.workflows.models import CallStatus, ToolCallRequest
 from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 EXPECTED = "HI completed {'expression': '6 * 7', 'result': 42}"
@@ -102,66 +94,6 @@ async def test_a_worker_given_the_plugin_serves_calls_from_a_plain_client(
     assert read.output is not None
     assert read.output["content"] == "from the user's worker\n"
     assert plugin.served(queue).tools == ["calculator", "read_file"]
-
-
-class _SandboxWitness(Interceptor):
-    """Records, per workflow type, whether its code ran in the sandbox and whether on the
-    worker's event-loop thread (``on_loop``)."""
-
-    def __init__(self) -> None:
-        self.seen: dict[str, bool] = {}
-        self.on_loop: dict[str, bool] = {}
-        self.loop_thread = threading.get_ident()
-
-    def workflow_interceptor_class(
-        self, input: WorkflowInterceptorClassInput
-    ) -> type[WorkflowInboundInterceptor]:
-        seen, on_loop, loop_thread = self.seen, self.on_loop, self.loop_thread
-
-        class Inbound(WorkflowInboundInterceptor):
-            async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
-                kind = workflow.info().workflow_type
-                seen[kind] = workflow.unsafe.in_sandbox()
-                result = await super().execute_workflow(input)
-                # After an activity: every activation of the run, not only the first, counts.
-                on_loop[kind] = threading.get_ident() == loop_thread
-                return result
-
-        return Inbound
-
-
-@pytest.mark.parametrize("isolate", [False, True])
-async def test_our_workflows_leave_the_sandbox_unless_isolated_and_the_users_never_do(
-    env: WorkflowEnvironment, isolate: bool
-) -> None:
-    # A production worker (not isolated) runs ToolCallWorkflow without the sandbox and on its
-    # event loop's thread; the user's workflow on the same worker keeps the sandbox and the
-    # SDK's thread pool. An isolated worker sandboxes both and runs both in the pool.
-    config = parse_config({"worker": {"isolate_workflows": isolate}})
-    plugin = ToolCallsPlugin(config)
-    client = await connect(env, plugin)
-    queue = f"app-{uuid.uuid4()}"
-    witness = _SandboxWitness()
-    worker = Worker(
-        client,
-        task_queue=queue,
-        workflows=[UserApp],
-        activities=[shout],
-        interceptors=[witness],
-    )
-    async with worker:
-        mine = await client.execute_workflow(
-            UserApp.run, "hi", id=f"app-{uuid.uuid4()}", task_queue=queue
-        )
-    assert mine == EXPECTED
-    assert witness.seen == {"UserApp": True, WORKFLOW_NAME: isolate}
-    assert witness.on_loop == {"UserApp": False, WORKFLOW_NAME: not isolate}
-    executor = worker.config(active_config=True).get("workflow_task_executor")
-    assert isinstance(executor, OwnOnTheLoop) is not isolate
-    if executor is not None:
-        # The SDK leaves an executor it was given alone: the plugin shut it down with the worker.
-        with pytest.raises(RuntimeError, match="after shutdown"):
-            executor.submit(print)
 
 
 def test_the_plugin_serves_only_what_the_configuration_assigns_to_the_queue(

@@ -1,4 +1,5 @@
-"""``toolcalls.worker.sandbox``: payload contexts are looked up without running code in the sandbox.
+"""``toolcalls.worker.sandbox`` (the fast path): payload contexts are looked up without running
+code in the sandbox.
 
 The runner reaches into the SDK's private sandbox instance; these tests fail when that moves, so
 an SDK upgrade cannot silently bring the per-payload ``exec`` back.
@@ -16,7 +17,8 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from temporalio.worker.workflow_sandbox._runner import _fake_info
 
 from tests.support.user_app import UserApp
-from toolcalls.worker.plugin import ToolCallsPlugin, sandbox_runner
+from toolcalls.worker.fast_path import fast_runner, with_passthrough
+from toolcalls.worker.plugin import OWN_WORKFLOWS
 from toolcalls.worker.sandbox import IN_SANDBOX, ContextRunner, DirectContexts, OwnUnsandboxed
 from toolcalls.workflows.tool_call import ToolCallWorkflow
 
@@ -39,7 +41,8 @@ def _details(workflow_id: str) -> WorkflowInstanceDetails:
 
 
 def _instance(*, isolate: bool) -> DirectContexts:
-    instance = sandbox_runner(isolate=isolate).create_instance(_details("call-1"))
+    runner = with_passthrough(ContextRunner(), isolate=isolate)
+    instance = runner.create_instance(_details("call-1"))
     assert isinstance(instance, DirectContexts)
     return instance
 
@@ -74,32 +77,33 @@ async def test_without_the_inside_object_the_sdk_path_answers() -> None:
     assert instance.get_serialization_context(None) == expected
 
 
-def test_workers_get_the_direct_lookups_unless_they_chose_another_sandbox() -> None:
-    # A Worker's default runner is the SDK's sandbox: the plugin replaces it, keeping its settings.
+def test_the_fast_path_gets_the_direct_lookups_unless_the_worker_chose_another_sandbox() -> None:
+    # A Worker's default runner is the SDK's sandbox: the fast path replaces it, keeping its
+    # settings.
     default = SandboxedWorkflowRunner()
-    chosen = ToolCallsPlugin._runner(default, isolate=False)
+    chosen = fast_runner(default, isolate=False, own=OWN_WORKFLOWS)
     assert isinstance(chosen, OwnUnsandboxed)
     assert isinstance(chosen.sandbox, ContextRunner)
     assert chosen.sandbox.runner_class is default.runner_class
     assert "toolcalls.workflows" in chosen.sandbox.restrictions.passthrough_modules
-    isolated = ToolCallsPlugin._runner(default, isolate=True)
+    isolated = fast_runner(default, isolate=True, own=OWN_WORKFLOWS)
     assert isinstance(isolated, ContextRunner)
     assert "toolcalls.workflows" not in isolated.restrictions.passthrough_modules
 
     class Own(SandboxedWorkflowRunner):
         pass
 
-    own = ToolCallsPlugin._runner(Own(), isolate=False)
+    own = fast_runner(Own(), isolate=False, own=OWN_WORKFLOWS)
     assert isinstance(own, OwnUnsandboxed)
     assert type(own.sandbox) is Own
-    assert type(ToolCallsPlugin._runner(Own(), isolate=True)) is Own
+    assert type(fast_runner(Own(), isolate=True, own=OWN_WORKFLOWS)) is Own
     # A runner that is not the sandbox is the user's choice for every workflow, ours included.
     unsandboxed = UnsandboxedWorkflowRunner()
-    assert ToolCallsPlugin._runner(unsandboxed, isolate=False) is unsandboxed
+    assert fast_runner(unsandboxed, isolate=False, own=OWN_WORKFLOWS) is unsandboxed
 
 
 async def test_our_workflows_get_instances_outside_the_sandbox_and_the_rest_inside() -> None:
-    runner = ToolCallsPlugin._runner(None, isolate=False)
+    runner = fast_runner(None, isolate=False, own=OWN_WORKFLOWS)
     assert isinstance(runner, OwnUnsandboxed)
     ours = runner.create_instance(_details("call-3"))
     assert not isinstance(ours, DirectContexts)
@@ -117,7 +121,7 @@ async def test_without_the_private_instance_class_the_sdk_runner_serves(
 ) -> None:
     # What an SDK that moved its private module gets: its own sandbox, working as before.
     monkeypatch.setattr("toolcalls.worker.sandbox._Instance", None)
-    runner = sandbox_runner(isolate=False)
+    runner = with_passthrough(ContextRunner(), isolate=False)
     instance = runner.create_instance(_details("call-2"))
     assert not isinstance(instance, DirectContexts)
     context = instance.get_serialization_context(None)
