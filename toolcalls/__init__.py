@@ -10,7 +10,6 @@ between releases. Each name is imported on first use, so a sandboxed workflow th
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -29,10 +28,7 @@ if TYPE_CHECKING:
     from toolcalls.workflows.parent import CallBudget, ToolCalls
     from toolcalls.workflows.tool_call import ToolCallWorkflow
 
-try:
-    __version__ = version("toolcalls")
-except PackageNotFoundError:  # a source tree that was never installed
-    __version__ = "0+unknown"
+    __version__: str
 
 __all__ = [
     "ApprovalDecision",
@@ -69,6 +65,16 @@ _WHERE = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        # Read on first use: a sandboxed workflow that imports this package reads no files.
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            value = version("toolcalls")
+        except PackageNotFoundError:  # a source tree that was never installed
+            value = "0+unknown"
+        globals()[name] = value
+        return value
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'toolcalls' has no attribute {name!r}")
