@@ -157,6 +157,13 @@ def test_no_subcommand_exits_2(tmp_path: Path) -> None:
     assert "required" in done.stderr
 
 
+def test_python_m_toolcalls_is_the_command(tmp_path: Path) -> None:
+    done = run([sys.executable, "-m", "toolcalls", "--help"], tmp_path)
+    assert done.returncode == 0
+    assert done.stdout.startswith("usage: toolcalls")
+    assert "replay" in done.stdout
+
+
 def test_python_m_toolcalls_worker_help(tmp_path: Path) -> None:
     done = run([sys.executable, "-m", "toolcalls.worker", "--help"], tmp_path)
     assert done.returncode == 0
