@@ -7,12 +7,12 @@ STAMP := $(VENV)/.installed-stamp
 SCALE_BASELINE := 4410f6b
 CONFIG ?= examples/toolcalls.toml
 
-.PHONY: run test test-servers test-browser lint typecheck check record-histories bench bench-overhead bench-inline bench-search bench-documents bench-scale clean
+.PHONY: run test test-servers test-browser lint typecheck docs check record-histories bench bench-overhead bench-inline bench-search bench-documents bench-scale clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,documents,integrations,codec,s3,otel,mcp,inbox]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,documents,integrations,codec,s3,otel,mcp,inbox,docs]'
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -43,7 +43,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-check: lint typecheck test
+# The site in site/, strict: a broken link or anchor, or a page the nav leaves out, fails the build.
+# NO_MKDOCS_2_WARNING quiets Material's banner about MkDocs 2, which says nothing about our pages.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+check: lint typecheck docs test
 
 record-histories: $(STAMP)
 	$(BIN)/python -m tests.record_histories
@@ -67,4 +72,4 @@ bench-scale: $(STAMP)
 	$(BIN)/python -m bench.scale --calls 1000 10000 --baseline $(SCALE_BASELINE)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site

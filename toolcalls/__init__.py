@@ -2,7 +2,7 @@
 
 The names below are the public API; everything else under ``toolcalls`` is internal and may change
 between releases. Each name is imported on first use, so a sandboxed workflow that imports
-``ToolCalls`` from here loads the workflow code only, not the worker's or the client's::
+``ToolCalls`` from here loads the workflow code only, not the worker's or the client's:
 
     from toolcalls import CapabilityPolicy, ToolCallRequest, ToolCalls, ToolCallWorkflow
 """

@@ -124,17 +124,19 @@ class ToolCalls:
         profile: str | None = None,
         inline: bool = False,
     ) -> None:
-        """Args:
-        task_queue: the toolcalls deployment's task queue (where ``ToolCallWorkflow`` runs).
-        policy: the policy of every call that does not bring its own.
-        approval_timeout: the approval timeout of every call that keeps the standard 24 h.
-        budget: limits shared by all calls made through this object.
-        usage: what earlier runs used (after continue-as-new).
-        profile: the deployment profile every call is held to (``[profiles.NAME]``); a request
-            naming another one is refused without starting anything.
-        inline: run calls inside this workflow rather than as child workflows (see
-            ``toolcalls.workflows.inline``); ``call`` and ``call_many`` may choose otherwise per
-            call.
+        """Set what every call made through this object shares.
+
+        Args:
+            task_queue: the toolcalls deployment's task queue (where ``ToolCallWorkflow`` runs).
+            policy: the policy of every call that does not bring its own.
+            approval_timeout: the approval timeout of every call that keeps the standard 24 h.
+            budget: limits shared by all calls made through this object.
+            usage: what earlier runs used (after continue-as-new).
+            profile: the deployment profile every call is held to (``[profiles.NAME]``); a
+                request naming another one is refused without starting anything.
+            inline: run calls inside this workflow rather than as child workflows (see
+                ``toolcalls.workflows.inline``); ``call`` and ``call_many`` may choose otherwise
+                per call.
         """
         self.task_queue = task_queue
         self.policy = policy
