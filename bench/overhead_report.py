@@ -59,7 +59,7 @@ def report(modes: list[Mode], subject: str, calls: int, levels: list[int], secon
     top = max(levels)
     rates = "".join(f"{f'calls/s@{c}':>13}" for c in levels)
     print(
-        f"{'mode':<18}{'p50 ms':>9}{'p99 ms':>9}{'mean ms':>9}{rates}"
+        f"{'mode':<27}{'p50 ms':>9}{'p99 ms':>9}{'mean ms':>9}{rates}"
         f"{f'rounds@{top}':>13}{f'cpu ms@{top}':>12}{'server':>8}{'events':>8}{'tasks':>7}"
     )
     for m in modes:
@@ -67,7 +67,7 @@ def report(modes: list[Mode], subject: str, calls: int, levels: list[int], secon
         process, server = m.cpu[top]
         slowest, fastest = m.spread[top]
         print(
-            f"{m.name:<18}{percentile(m.latencies, 0.5) * 1000:>9.1f}"
+            f"{m.name:<27}{percentile(m.latencies, 0.5) * 1000:>9.1f}"
             f"{percentile(m.latencies, 0.99) * 1000:>9.1f}"
             f"{statistics.mean(m.latencies) * 1000:>9.1f}{row}{f'{slowest:.0f}-{fastest:.0f}':>13}"
             f"{process * 1000:>12.1f}{'-' if server is None else f'{server * 1000:.1f}':>8}"
