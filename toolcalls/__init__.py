@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from toolcalls.worker.config import load_config
     from toolcalls.worker.payloads.converter import data_converter
     from toolcalls.worker.plugin import ToolCallsPlugin
-    from toolcalls.worker.replay import replay_histories
+    from toolcalls.worker.replay import ReplayFailed, ReplayReport, replay_histories
     from toolcalls.workflows.client import ToolCallClient
     from toolcalls.workflows.models import (
         ApprovalDecision,
@@ -39,6 +39,8 @@ __all__ = [
     "CallBudget",
     "CallStatus",
     "CapabilityPolicy",
+    "ReplayFailed",
+    "ReplayReport",
     "ToolCallClient",
     "ToolCallRequest",
     "ToolCallResult",
@@ -65,6 +67,8 @@ _WHERE = {
     "load_config": "toolcalls.worker.config",
     "data_converter": "toolcalls.worker.payloads.converter",
     "replay_histories": "toolcalls.worker.replay",
+    "ReplayFailed": "toolcalls.worker.replay",
+    "ReplayReport": "toolcalls.worker.replay",
 }
 
 
