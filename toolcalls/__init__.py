@@ -14,7 +14,9 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from toolcalls.worker.config import load_config
+    __version__: str
+
+    from toolcalls.worker.config import ConfigError, load_config
     from toolcalls.worker.payloads.converter import data_converter
     from toolcalls.worker.plugin import ToolCallsPlugin
     from toolcalls.worker.replay import ReplayFailed, ReplayReport, replay_histories
@@ -29,16 +31,12 @@ if TYPE_CHECKING:
     from toolcalls.workflows.parent import CallBudget, ToolCalls
     from toolcalls.workflows.tool_call import ToolCallWorkflow
 
-try:
-    __version__ = version("toolcalls")
-except PackageNotFoundError:  # a source tree that was never installed
-    __version__ = "0+unknown"
-
 __all__ = [
     "ApprovalDecision",
     "CallBudget",
     "CallStatus",
     "CapabilityPolicy",
+    "ConfigError",
     "ReplayFailed",
     "ReplayReport",
     "ToolCallClient",
@@ -64,6 +62,7 @@ _WHERE = {
     "ToolCalls": "toolcalls.workflows.parent",
     "ToolCallClient": "toolcalls.workflows.client",
     "ToolCallsPlugin": "toolcalls.worker.plugin",
+    "ConfigError": "toolcalls.worker.config",
     "load_config": "toolcalls.worker.config",
     "data_converter": "toolcalls.worker.payloads.converter",
     "replay_histories": "toolcalls.worker.replay",
@@ -73,12 +72,24 @@ _WHERE = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'toolcalls' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    if name == "__version__":
+        # Read on first use too: a sandboxed workflow imports this module for every run, and the
+        # distribution's metadata is found by scanning the path.
+        value: Any = _version()
+    else:
+        module = _WHERE.get(name)
+        if module is None:
+            raise AttributeError(f"module 'toolcalls' has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def _version() -> str:
+    try:
+        return version("toolcalls")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
 
 
 def __dir__() -> list[str]:

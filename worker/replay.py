@@ -34,7 +34,7 @@ from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, Telemetr
 from temporalio.worker import Replayer
 
 from toolcalls.worker.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError
-from toolcalls.worker.config import Config
+from toolcalls.worker.config import Config, load_config
 from toolcalls.worker.plugin import ToolCallsPlugin
 from toolcalls.worker.render import dumps, shorten
 from toolcalls.workflows import ToolCallWorkflow
@@ -119,7 +119,7 @@ async def replay_histories(
     histories: Iterable[HistorySource],
     workflows: Sequence[type] = (),
     *,
-    config: Config | None = None,
+    config: Config | str | Path | None = None,
     raise_on_replay_failure: bool = True,
 ) -> list[ReplayReport]:
     """Replay each history against this version of ``workflows`` and of ``ToolCallWorkflow``.
@@ -133,14 +133,18 @@ async def replay_histories(
         workflows: your own workflow classes whose histories these are (parents using
             ``ToolCalls``); ``ToolCallWorkflow`` is always there, and the inline calls your parents
             make run its code.
-        config: the deployment's configuration (``load_config``), for its data converter: the
-            ``[codec]`` keys and the ``[payloads]`` store. Default: plain pydantic payloads.
+        config: the deployment's configuration, for its data converter (the ``[codec]`` keys,
+            the ``[payloads]`` store): a ``Config`` or a file's path; by default
+            ``$TOOLCALLS_CONFIG``, else plain pydantic payloads.
         raise_on_replay_failure: ``False`` returns the reports of failed histories too.
 
     Raises:
         ReplayFailed: a history did not replay, or could not be read.
         TypeError: a class in ``workflows`` is not a workflow class.
+        ConfigError: the configuration is invalid or its keys cannot be read.
     """
+    if not isinstance(config, Config):
+        config = load_config(config)
     outcomes = await _replay(histories, workflows, config)
     reports = [report for report, _ in outcomes]
     if raise_on_replay_failure and any(r.verdict is not Verdict.OK for r in reports):

@@ -175,6 +175,17 @@ async def test_replay_histories_can_return_the_failures_instead() -> None:
     )
 
 
+async def test_replay_histories_takes_the_deployments_file(tmp_path: Path) -> None:
+    config = tmp_path / "toolcalls.toml"
+    config.write_text('tools = ["calculator"]\n', encoding="utf-8")
+    [report] = await toolcalls.replay_histories(
+        [CALLS / "allowed.json"], config=config, raise_on_replay_failure=False
+    )
+    assert report.verdict == "ok"
+    with pytest.raises(toolcalls.ConfigError, match="cannot read"):
+        await toolcalls.replay_histories([CALLS / "allowed.json"], config=tmp_path / "none.toml")
+
+
 async def test_replay_histories_refuses_a_class_that_is_not_a_workflow() -> None:
     with pytest.raises(TypeError, match="is not a workflow class"):
         await toolcalls.replay_histories(parent_files(), workflows=[ParentInput])
