@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 SCALE_BASELINE := 4410f6b
 CONFIG ?= examples/toolcalls.toml
 
-.PHONY: run test test-servers test-browser lint typecheck check record-histories bench bench-overhead bench-inline bench-search bench-documents bench-scale clean
+.PHONY: run test test-servers test-browser lint typecheck check dist record-histories bench bench-overhead bench-inline bench-search bench-documents bench-scale clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,12 @@ typecheck: $(STAMP)
 
 check: lint typecheck test
 
+# The wheel and the sdist in dist/ (the wheel built from the sdist), checked as PyPI would.
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build
+	$(BIN)/twine check --strict dist/*
+
 record-histories: $(STAMP)
 	$(BIN)/python -m tests.record_histories
 
@@ -67,4 +73,4 @@ bench-scale: $(STAMP)
 	$(BIN)/python -m bench.scale --calls 1000 10000 --baseline $(SCALE_BASELINE)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache dist build
