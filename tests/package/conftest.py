@@ -1,11 +1,12 @@
 """The distributions, built once per session, and a fresh virtual environment with the wheel.
 
-``python -m build`` builds the sdist and then the wheel from the sdist, as a release does; a
-second wheel is built straight from the tree, to show that the sdist builds the same one. The
-fresh environment gets the wheel without its dependencies, which come from the test's own
-environment through a ``.pth`` file listed after the environment's own site-packages: quick and
-offline, and the test's editable install stays out (its import hook is installed by a ``.pth``
-file of its own, which only ``site`` processes, not a directory added by a path line).
+``python -m build`` builds the sdist and then the wheel from the sdist, as a release (and
+``make dist``) does; the tests compare that wheel with the tree. The fresh environment gets the
+wheel without its dependencies, which come from the test's own environment through a ``.pth``
+file listed after the environment's own site-packages: quick and offline (the build, too, uses
+the test environment's backend), and the test's editable install stays out (its import hook is
+installed by a ``.pth`` file of its own, which only ``site`` processes, not a directory added by
+a path line).
 """
 
 from __future__ import annotations
@@ -27,8 +28,6 @@ class Dists:
     wheel: Path
     """Built from the sdist."""
     sdist: Path
-    tree_wheel: Path
-    """Built straight from the repository."""
 
 
 @dataclass(frozen=True)
@@ -41,31 +40,19 @@ class Installed:
     """Its ``toolcalls`` console script."""
 
 
-def _build(outdir: Path, *options: str) -> None:
+@pytest.fixture(scope="session")
+def dists(tmp_path_factory: pytest.TempPathFactory) -> Dists:
+    out = tmp_path_factory.mktemp("dist")
     subprocess.run(
-        [sys.executable, "-m", "build", "--outdir", str(outdir), *options, str(ROOT)],
+        # The backend of the test's environment (the dev extra): no index needed.
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
         check=True,
         capture_output=True,
         timeout=BUILD_TIMEOUT,
     )
-
-
-def _one(directory: Path, pattern: str) -> Path:
-    [found] = directory.glob(pattern)
-    return found
-
-
-@pytest.fixture(scope="session")
-def dists(tmp_path_factory: pytest.TempPathFactory) -> Dists:
-    released = tmp_path_factory.mktemp("dist")
-    _build(released)
-    direct = tmp_path_factory.mktemp("tree-wheel")
-    _build(direct, "--wheel")
-    return Dists(
-        wheel=_one(released, "*.whl"),
-        sdist=_one(released, "*.tar.gz"),
-        tree_wheel=_one(direct, "*.whl"),
-    )
+    [wheel] = out.glob("*.whl")
+    [sdist] = out.glob("*.tar.gz")
+    return Dists(wheel, sdist)
 
 
 @pytest.fixture(scope="session")
