@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 SCALE_BASELINE := 4410f6b
 CONFIG ?= examples/toolcalls.toml
 
-.PHONY: run test test-servers test-browser lint typecheck docs check record-histories bench bench-overhead bench-inline bench-search bench-documents bench-scale clean
+.PHONY: run test test-servers test-browser lint typecheck docs check dist record-histories bench bench-overhead bench-inline bench-search bench-documents bench-scale clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,12 @@ docs: $(STAMP)
 
 check: lint typecheck docs test
 
+# The wheel and the sdist in dist/ (the wheel built from the sdist), checked as PyPI would.
+dist: $(STAMP)
+	rm -rf dist build toolcalls.egg-info
+	$(BIN)/python -m build
+	$(BIN)/twine check --strict dist/*
+
 record-histories: $(STAMP)
 	$(BIN)/python -m tests.record_histories
 
@@ -72,4 +78,4 @@ bench-scale: $(STAMP)
 	$(BIN)/python -m bench.scale --calls 1000 10000 --baseline $(SCALE_BASELINE)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site dist build

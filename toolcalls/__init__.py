@@ -10,13 +10,16 @@ between releases. Each name is imported on first use, so a sandboxed workflow th
 from __future__ import annotations
 
 import importlib
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from toolcalls.worker.config import load_config
+    __version__: str
+
+    from toolcalls.worker.config import ConfigError, load_config
     from toolcalls.worker.payloads.converter import data_converter
     from toolcalls.worker.plugin import ToolCallsPlugin
-    from toolcalls.worker.replay import replay_histories
+    from toolcalls.worker.replay import ReplayFailed, ReplayReport, replay_histories
     from toolcalls.workflows.client import ToolCallClient
     from toolcalls.workflows.models import (
         ApprovalDecision,
@@ -28,13 +31,14 @@ if TYPE_CHECKING:
     from toolcalls.workflows.parent import CallBudget, ToolCalls
     from toolcalls.workflows.tool_call import ToolCallWorkflow
 
-    __version__: str
-
 __all__ = [
     "ApprovalDecision",
     "CallBudget",
     "CallStatus",
     "CapabilityPolicy",
+    "ConfigError",
+    "ReplayFailed",
+    "ReplayReport",
     "ToolCallClient",
     "ToolCallRequest",
     "ToolCallResult",
@@ -58,29 +62,34 @@ _WHERE = {
     "ToolCalls": "toolcalls.workflows.parent",
     "ToolCallClient": "toolcalls.workflows.client",
     "ToolCallsPlugin": "toolcalls.worker.plugin",
+    "ConfigError": "toolcalls.worker.config",
     "load_config": "toolcalls.worker.config",
     "data_converter": "toolcalls.worker.payloads.converter",
     "replay_histories": "toolcalls.worker.replay",
+    "ReplayFailed": "toolcalls.worker.replay",
+    "ReplayReport": "toolcalls.worker.replay",
 }
 
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":
-        # Read on first use: a sandboxed workflow that imports this package reads no files.
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            value = version("toolcalls")
-        except PackageNotFoundError:  # a source tree that was never installed
-            value = "0+unknown"
-        globals()[name] = value
-        return value
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'toolcalls' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+        # Read on first use too: a sandboxed workflow imports this module for every run, and the
+        # distribution's metadata is found by scanning the path.
+        value: Any = _version()
+    else:
+        module = _WHERE.get(name)
+        if module is None:
+            raise AttributeError(f"module 'toolcalls' has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def _version() -> str:
+    try:
+        return version("toolcalls")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
 
 
 def __dir__() -> list[str]:

@@ -249,6 +249,13 @@ def _call_parsers(commands_: argparse._SubParsersAction[_Parser]) -> None:
     )
     replay_.add_argument("histories", metavar="HISTORY.json", nargs="+")
     replay_.add_argument(
+        "--workflow",
+        metavar="MODULE:CLASS",
+        action="append",
+        help="also replay histories of this workflow class of yours (imported from the working "
+        "directory); repeat for several",
+    )
+    replay_.add_argument(
         "--config",
         help="TOML configuration (default $TOOLCALLS_CONFIG): its [codec] keys, [payloads] store",
     )

@@ -1,10 +1,11 @@
-"""The public facade, ``toolcalls``: every name it exports resolves, each from where the type
-checkers are told it comes, and importing the workflow-side names loads no worker code."""
+"""The ``toolcalls`` facade: every public name resolves, and each loads only what it needs."""
 
 from __future__ import annotations
 
 import ast
+import importlib
 import importlib.metadata
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,9 @@ from pathlib import Path
 import pytest
 
 import toolcalls
+
+WORKFLOW_NAMES = ("ToolCalls", "ToolCallRequest", "CapabilityPolicy", "CallBudget")
+
 
 FACADE = Path(toolcalls.__file__)
 
@@ -30,7 +34,7 @@ def _type_checking_imports() -> dict[str, str]:
     return found
 
 
-def test_every_exported_name_resolves_from_the_module_the_type_checkers_see() -> None:
+def test_every_public_name_resolves_from_the_module_the_type_checkers_see() -> None:
     declared = _type_checking_imports()
     assert set(toolcalls.__all__) == {*declared, "__version__"}
     for name, module in declared.items():
@@ -48,24 +52,21 @@ def test_a_name_the_facade_does_not_export_is_an_attribute_error() -> None:
         _ = toolcalls.Config  # type: ignore[attr-defined]
 
 
-def _modules_after(statement: str) -> list[str]:
-    """The ``toolcalls`` modules a fresh interpreter has loaded after ``statement``."""
+def test_a_workflows_imports_load_no_worker_or_client_code() -> None:
+    # A fresh interpreter: what a sandboxed workflow's ``from toolcalls import ...`` loads.
     probe = (
-        f"{statement}\nimport sys\n"
-        "print('\\n'.join(sorted(m for m in sys.modules if m.startswith('toolcalls'))))"
+        "import json, sys, toolcalls; "
+        f"from toolcalls import {', '.join(WORKFLOW_NAMES)}; "
+        "print(json.dumps([sorted(m for m in sys.modules if m.startswith('toolcalls')), "
+        "'__version__' in vars(toolcalls)]))"
     )
     done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
-    return done.stdout.split()
-
-
-def test_the_workflow_side_names_load_no_worker_or_client_code() -> None:
-    loaded = _modules_after(
-        "from toolcalls import CallBudget, CapabilityPolicy, ToolCallRequest, ToolCalls"
-    )
+    loaded, version_read = json.loads(done.stdout)
     assert "toolcalls.workflows.parent" in loaded
-    assert not [m for m in loaded if m.startswith("toolcalls.worker")], loaded
+    assert not [m for m in loaded if m.startswith("toolcalls.worker")]
     assert "toolcalls.workflows.client" not in loaded
-    # The plugin is the worker's: asking for it loads the worker.
-    assert "toolcalls.worker.plugin" in _modules_after("from toolcalls import ToolCallsPlugin")
+    # Nor the distribution's metadata, found by scanning the path: it waits for its first use.
+    assert version_read is False
+    assert toolcalls.__version__ != "0+unknown"
