@@ -49,7 +49,7 @@ def test_the_version_is_the_distributions() -> None:
 
 def test_a_name_the_facade_does_not_export_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="module 'toolcalls' has no attribute 'Config'"):
-        _ = toolcalls.Config  # type: ignore[attr-defined]
+        _ = toolcalls.Config
 
 
 def test_a_workflows_imports_load_no_worker_or_client_code() -> None:
