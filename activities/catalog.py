@@ -36,9 +36,7 @@ from toolcalls.activities.spec_checks import (
     check_spec,
     check_timeouts,
 )
-from toolcalls.workflows import policy
-from toolcalls.workflows.approvers import ApproversSettings, resolve as approvers_for
-from toolcalls.workflows.models import (
+from toolcalls.workflows.models.call import (
     ActivityPlan,
     CallPlan,
     CapabilityPolicy,
@@ -48,6 +46,8 @@ from toolcalls.workflows.models import (
     SideEffect,
     ToolError,
 )
+from toolcalls.workflows.rules import policy
+from toolcalls.workflows.rules.approvers import ApproversSettings, resolve as approvers_for
 
 MAX_READ_ATTEMPTS = 3
 DEFAULT_SCHEDULE_TO_START = timedelta(minutes=1)

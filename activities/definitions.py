@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 import rfc8785
 
 from toolcalls.activities.schema import strict_schema
-from toolcalls.workflows import policy
-from toolcalls.workflows.models import CapabilityPolicy, Effect
+from toolcalls.workflows.models.call import CapabilityPolicy, Effect
+from toolcalls.workflows.rules import policy
 
 if TYPE_CHECKING:
     from toolcalls.activities.catalog import ToolSpec

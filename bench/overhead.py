@@ -57,7 +57,8 @@ from toolcalls.worker.config import Config, build_catalog, parse_config
 from toolcalls.worker.devserver import temporal_binary
 from toolcalls.worker.plugin import PASSTHROUGH_MODULES
 from toolcalls.worker.run import build_worker
-from toolcalls.workflows.models import (
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import (
     SEARCH_ATTRIBUTES,
     ActivityPlan,
     CallStatus,
@@ -65,7 +66,6 @@ from toolcalls.workflows.models import (
     Effect,
     ToolCallRequest,
 )
-from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 TOOL = "calculator"
 ARGUMENTS = {"expression": "(18 + 6) / 3"}

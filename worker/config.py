@@ -45,8 +45,8 @@ from toolcalls.worker.sections import (
     _Section,
 )
 from toolcalls.worker.telemetry.settings import LogFormat, TelemetrySection
-from toolcalls.workflows.approvers import ApproversSettings
-from toolcalls.workflows.models import DEFAULT_TASK_QUEUE, CapabilityPolicy
+from toolcalls.workflows.models.call import DEFAULT_TASK_QUEUE, CapabilityPolicy
+from toolcalls.workflows.rules.approvers import ApproversSettings
 
 CONFIG_ENV = "TOOLCALLS_CONFIG"
 

@@ -43,15 +43,15 @@ from toolcalls.worker.telemetry.tracing import (
     install_tracer_provider,
     tracing_interceptor,
 )
-from toolcalls.workflows.definitions import DefinitionsWorkflow
-from toolcalls.workflows.grants import GrantWorkflow
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.definitions import DefinitionsWorkflow
+from toolcalls.workflows.call.grants import GrantWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 
 PLUGIN_NAME = "toolcalls.ToolCallsPlugin"
 PASSTHROUGH_MODULES = (
-    "toolcalls.workflows.models",
-    "toolcalls.workflows.approval_models",
-    "toolcalls.workflows.policy",
+    "toolcalls.workflows.models.call",
+    "toolcalls.workflows.models.approval",
+    "toolcalls.workflows.rules.policy",
     "pydantic",
     "pydantic_core",
 )
@@ -75,9 +75,9 @@ def sandbox_runner(*, isolate: bool = True) -> SandboxedWorkflowRunner:
 def _with_passthrough(runner: SandboxedWorkflowRunner, *, isolate: bool) -> SandboxedWorkflowRunner:
     """``runner`` sharing our pure modules between workflow runs.
 
-    Isolated, the sandbox re-imports ``toolcalls.workflows.tool_call`` for every new workflow and
-    proxies what it imports, so a non-deterministic call slipped into the workflow code fails at
-    once. That costs more worker CPU per call than the rest of the call together
+    Isolated, the sandbox re-imports ``toolcalls.workflows.call.tool_call`` for every new workflow
+    and proxies what it imports, so a non-deterministic call slipped into the workflow code fails
+    at once. That costs more worker CPU per call than the rest of the call together
     (docs/performance.md), so production workers share the package, whose determinism the replay
     suite and the isolated test workers guard.
     """

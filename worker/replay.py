@@ -30,7 +30,7 @@ from toolcalls.worker.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Command
 from toolcalls.worker.config import Config
 from toolcalls.worker.plugin import ToolCallsPlugin
 from toolcalls.worker.render import dumps, shorten
-from toolcalls.workflows.models import WORKFLOW_NAME
+from toolcalls.workflows.models.call import WORKFLOW_NAME
 
 REASON_CHARS = 300
 """A replay failure's message is cut to this on the report line."""

@@ -14,7 +14,7 @@ from toolcalls.activities.core.calculator import CalculatorArgs, CalculatorResul
 from toolcalls.activities.core.clock import ClockTools, DateTimeArgs, DateTimeResult
 from toolcalls.activities.core.questions import AskUserArgs
 from toolcalls.activities.family import Family, NoSettings, Resources
-from toolcalls.workflows.models import AskUserOutput, SideEffect
+from toolcalls.workflows.models.call import AskUserOutput, SideEffect
 
 CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(

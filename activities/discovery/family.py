@@ -14,7 +14,7 @@ from toolcalls.activities.discovery.tools import (
     SearchToolsResult,
 )
 from toolcalls.activities.family import Family, NoSettings, Resources
-from toolcalls.workflows.models import SideEffect
+from toolcalls.workflows.models.call import SideEffect
 
 DISCOVERY_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(

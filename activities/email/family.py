@@ -34,7 +34,7 @@ from toolcalls.activities.email.service_api import credential_problem
 from toolcalls.activities.email.settings import MAX_TIMEOUT_SECONDS, EmailSettings
 from toolcalls.activities.email.tools import EmailTools
 from toolcalls.activities.family import Deployment, Extra, Family, FamilySettings, Resources, needs
-from toolcalls.workflows.models import SideEffect
+from toolcalls.workflows.models.call import SideEffect
 
 EXECUTION_MARGIN = timedelta(seconds=10)
 """Past the operation's own deadline: reading the secret, parsing, reporting."""

@@ -36,7 +36,7 @@ from toolcalls.activities.files.write_models import (
     RestoreResult,
 )
 from toolcalls.activities.files.writing import FileWriteTools
-from toolcalls.workflows.models import SideEffect
+from toolcalls.workflows.models.call import SideEffect
 
 _WRITE_TIMEOUTS = Timeouts(start_to_close=timedelta(seconds=60), heartbeat=timedelta(seconds=10))
 """The write and recovery file tools: seconds of work (1 MiB written, 8 MiB diffed) in a thread."""

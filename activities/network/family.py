@@ -30,7 +30,7 @@ from toolcalls.activities.network.settings import (
     SearchEngine,
     WebSearchSettings,
 )
-from toolcalls.workflows.models import SideEffect
+from toolcalls.workflows.models.call import SideEffect
 
 _FETCH = Timeouts(start_to_close=timedelta(seconds=120), heartbeat=timedelta(seconds=10))
 """Five requests (the first and four redirects) of at most 10 s each, plus their DNS lookups."""

@@ -23,7 +23,7 @@ from toolcalls.activities.processes.commands import ProcessTools
 from toolcalls.activities.processes.resolve import config_problems
 from toolcalls.activities.processes.runner import ProcessLedger, ProcessResult
 from toolcalls.activities.processes.settings import ProcessSettings, ShellSettings
-from toolcalls.workflows.models import SideEffect
+from toolcalls.workflows.models.call import SideEffect
 
 PROCESS_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(

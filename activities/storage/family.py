@@ -23,7 +23,7 @@ from toolcalls.activities.storage.tools import (
     SetValueResult,
     StorageTools,
 )
-from toolcalls.workflows.models import SideEffect
+from toolcalls.workflows.models.call import SideEffect
 
 _STORAGE_READ = Timeouts(start_to_close=timedelta(seconds=10))
 """One short SQLite read; in WAL mode readers never wait for writers."""

@@ -20,7 +20,7 @@ from toolcalls.activities.schema import (
     strict_problems,
     strict_schema,
 )
-from toolcalls.workflows.models import SideEffect
+from toolcalls.workflows.models.call import SideEffect
 
 
 def closed(**properties: Any) -> dict[str, Any]:

@@ -19,7 +19,8 @@ from toolcalls.activities.errors import tool_error
 from toolcalls.activities.families import BUILTIN_FAMILIES, BUILTIN_TOOLS
 from toolcalls.activities.family import AnyFamily, Family, NoSettings, Resources
 from toolcalls.activities.heartbeat import Heartbeat
-from toolcalls.workflows.models import ErrorCode, Prepared, PreviewArtifact, SideEffect
+from toolcalls.workflows.models.approval import Prepared, PreviewArtifact
+from toolcalls.workflows.models.call import ErrorCode, SideEffect
 
 
 class SleepArgs(ToolArgs):

@@ -9,8 +9,8 @@ from datetime import timedelta
 
 from temporalio import activity, workflow
 
-from toolcalls.workflows.models import ToolCallRequest
-from toolcalls.workflows.parent import ToolCalls
+from toolcalls.workflows.models.call import ToolCallRequest
+from toolcalls.workflows.reach.parent import ToolCalls
 
 
 @activity.defn

@@ -18,8 +18,8 @@ from toolcalls.worker.config import (
     load_config,
     parse_config,
 )
-from toolcalls.workflows import policy
-from toolcalls.workflows.models import DEFAULT_TASK_QUEUE, CapabilityPolicy, Effect, SideEffect
+from toolcalls.workflows.models.call import DEFAULT_TASK_QUEUE, CapabilityPolicy, Effect, SideEffect
+from toolcalls.workflows.rules import policy
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "toolcalls.toml"
 

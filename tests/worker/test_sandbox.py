@@ -18,7 +18,7 @@ from temporalio.worker.workflow_sandbox._runner import _fake_info
 from tests.support.user_app import UserApp
 from toolcalls.worker.plugin import ToolCallsPlugin, sandbox_runner
 from toolcalls.worker.sandbox import IN_SANDBOX, ContextRunner, DirectContexts, OwnUnsandboxed
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 
 
 def _details(workflow_id: str) -> WorkflowInstanceDetails:

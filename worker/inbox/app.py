@@ -29,8 +29,8 @@ from toolcalls.worker.inbox.auth import (
 )
 from toolcalls.worker.inbox.settings import InboxSection
 from toolcalls.worker.render import may_decide, when
-from toolcalls.workflows.client import ToolCallClient
-from toolcalls.workflows.models import ToolCallResult
+from toolcalls.workflows.models.call import ToolCallResult
+from toolcalls.workflows.reach.client import ToolCallClient
 
 if TYPE_CHECKING:
     from jinja2 import Environment

@@ -36,7 +36,8 @@ from toolcalls.activities.network.http_api.models import (
 from toolcalls.activities.network.http_api.responses import build_result
 from toolcalls.activities.network.http_paths import PathProblem, build_url, check_header_value
 from toolcalls.activities.network.settings import HTTP_READ_METHODS, HttpToolSettings
-from toolcalls.workflows.models import ErrorCode, Prepared, PreviewArtifact, SideEffect
+from toolcalls.workflows.models.approval import Prepared, PreviewArtifact
+from toolcalls.workflows.models.call import ErrorCode, SideEffect
 
 IDEMPOTENCY_SAFE = ":/-_.~@+=!$&'()*,;"
 """Characters of an idempotency key sent as they are; anything else (non-ASCII, spaces, control

@@ -21,7 +21,7 @@ from toolcalls.activities.processes.git.args import (
 from toolcalls.activities.processes.git.tools import GitTools, settings_problems
 from toolcalls.activities.processes.runner import ProcessResult
 from toolcalls.activities.processes.settings import GitSettings
-from toolcalls.workflows.models import SideEffect
+from toolcalls.workflows.models.call import SideEffect
 
 GIT_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(

@@ -26,8 +26,8 @@ from tests.support.harness import make_config, running_worker, start_call
 from tests.support.tools import ALL_TOOL_NAMES
 from tests.worker.support import Spawned, hermetic_env
 from toolcalls.activities.calendar.tokens import creation_id
-from toolcalls.workflows.models import CallStatus, ErrorCode, ToolCallRequest
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import CallStatus, ErrorCode, ToolCallRequest
 
 LOST_AFTER = {"start_to_close_seconds": 40, "heartbeat_seconds": 2}
 LUNCH = {

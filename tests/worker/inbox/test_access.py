@@ -13,7 +13,7 @@ from tests.worker.inbox.conftest import SECRET, Deployment, Visit
 from tests.worker.inbox.support import PASSWORDS, Visitor, buttons, call_path, fast_hash, forms
 from toolcalls.worker.inbox.app import Inbox, app
 from toolcalls.worker.inbox.settings import InboxSection, InboxUser
-from toolcalls.workflows.client import ToolCallClient
+from toolcalls.workflows.reach.client import ToolCallClient
 
 
 def set_cookies(response: httpx.Response) -> SimpleCookie:

@@ -29,7 +29,14 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from toolcalls.workflows.inline_models import (
+from toolcalls.workflows.models.approval import (
+    ApprovalDecision,
+    ApprovalRecord,
+    ApprovalRequest,
+    EditProposal,
+)
+from toolcalls.workflows.models.call import AskUserOutput, CallState, UserAnswer
+from toolcalls.workflows.models.inline import (
     INLINE_ANSWER,
     INLINE_ANSWER_SIGNAL,
     INLINE_APPROVE,
@@ -45,16 +52,7 @@ from toolcalls.workflows.inline_models import (
     InlinePending,
     split_inline_id,
 )
-from toolcalls.workflows.models import (
-    ApprovalDecision,
-    ApprovalRecord,
-    ApprovalRequest,
-    AskUserOutput,
-    CallState,
-    EditProposal,
-    UserAnswer,
-)
-from toolcalls.workflows.views import (
+from toolcalls.workflows.models.views import (
     CallNotFound,
     CallView,
     Delivery,
@@ -64,7 +62,7 @@ from toolcalls.workflows.views import (
 )
 
 if TYPE_CHECKING:
-    from toolcalls.workflows.client_base import ClientBase
+    from toolcalls.workflows.reach.client_base import ClientBase
 
 CALL_ENDED = "the call has ended"
 PARENT_ENDED = "the call's parent workflow has ended"

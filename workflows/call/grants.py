@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio import workflow
 
-from toolcalls.workflows.models import MAX_APPROVER_CHARS, MAX_REASON_CHARS, GrantScope
+from toolcalls.workflows.models.approval import MAX_APPROVER_CHARS, MAX_REASON_CHARS, GrantScope
 
 GRANT_WORKFLOW = "ToolCallGrant"
 FIND_GRANT_ACTIVITY = "toolcalls.grants.find"
