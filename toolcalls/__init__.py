@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from toolcalls.worker.config import load_config
     from toolcalls.worker.payloads.converter import data_converter
     from toolcalls.worker.plugin import ToolCallsPlugin
-    from toolcalls.worker.replay import replay_histories
+    from toolcalls.worker.replay import replay as replay_histories
     from toolcalls.workflows.call.tool_call import ToolCallWorkflow
     from toolcalls.workflows.models.approval import ApprovalDecision
     from toolcalls.workflows.models.call import (
@@ -64,15 +64,17 @@ _WHERE = {
     "ToolCallsPlugin": "toolcalls.worker.plugin",
     "load_config": "toolcalls.worker.config",
     "data_converter": "toolcalls.worker.payloads.converter",
-    "replay_histories": "toolcalls.worker.replay",
+    "replay_histories": "toolcalls.worker.replay:replay",
 }
+"""Where each public name lives: a module, or ``module:name`` when it has another name there."""
 
 
 def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
+    where = _WHERE.get(name)
+    if where is None:
         raise AttributeError(f"module 'toolcalls' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    module, _, attribute = where.partition(":")
+    value = getattr(importlib.import_module(module), attribute or name)
     globals()[name] = value
     return value
 
