@@ -42,7 +42,7 @@ from toolcalls.workflows.reach.client import (
     ToolCallClient,
 )
 from toolcalls.workflows.reach.client_base import STILL_APPLYING
-from toolcalls.workflows.reach.client_inline import signal_after_timeout
+from toolcalls.workflows.reach.delivery import signal_after_timeout
 
 PROBE = timedelta(seconds=2)
 UPDATE_EVENTS = {

@@ -54,12 +54,10 @@ from toolcalls.workflows.models.call import (
 )
 from toolcalls.workflows.models.limits import check_payload
 from toolcalls.workflows.models.views import Delivery, NoPendingRequest, Outcome, model_or_none
-from toolcalls.workflows.reach.client_inline import (
+from toolcalls.workflows.reach.client_inline import InlineRef, InlineRoutes, inline_ref
+from toolcalls.workflows.reach.delivery import (
     CALL_ENDED,
     NO_ANSWER,
-    InlineRef,
-    InlineRoutes,
-    inline_ref,
     queue_signal,
     signal_after_timeout,
     update_reason,
@@ -184,7 +182,7 @@ class ClientBase:
         try:
             return handle, await handle.describe()
         except RPCError as exc:
-            raise Inline(inline_ref(self, workflow_id, exc)) from None
+            raise Inline(inline_ref(self.client, workflow_id, exc)) from None
 
     async def decide(self, workflow_id: str, decision: ApprovalDecision) -> Outcome:
         """Send a decision: the update when a worker serves the call, else the signal."""
