@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from toolcalls.activities.catalog import ToolSpec
+from toolcalls.activities.spec import ToolSpec
 from toolcalls.workflows.call.grants import Grant
 from toolcalls.workflows.models.approval import ApprovalRecord, ApprovalRequest, PreviewArtifact
 from toolcalls.workflows.models.call import CallEvent, ToolCallResult, UserQuestion

@@ -23,8 +23,8 @@ from toolcalls.activities.calendar.settings import (
     CalendarSettings,
 )
 from toolcalls.activities.calendar.tools import CalendarTools
-from toolcalls.activities.catalog import Timeouts, ToolSpec
 from toolcalls.activities.family import Deployment, Extra, Family, FamilySettings, Resources, needs
+from toolcalls.activities.spec import Timeouts, ToolSpec
 from toolcalls.workflows.models.call import SideEffect
 
 EXECUTION_MARGIN = timedelta(seconds=10)

@@ -7,8 +7,8 @@ from datetime import timedelta
 
 from pydantic import Field
 
-from toolcalls.activities.catalog import Timeouts, ToolSpec
 from toolcalls.activities.family import Deployment, Family, FamilySettings, Resources
+from toolcalls.activities.spec import Timeouts, ToolSpec
 from toolcalls.activities.storage.settings import StorageSettings
 from toolcalls.activities.storage.sqlite import SQLiteStorage
 from toolcalls.activities.storage.store import InMemoryStorage, Storage

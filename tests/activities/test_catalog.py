@@ -20,13 +20,12 @@ from toolcalls.activities.catalog import (
     Catalog,
     CatalogError,
     CatalogSettings,
-    Timeouts,
-    ToolSpec,
     call_digest,
 )
 from toolcalls.activities.families import BUILTIN_TOOLS
 from toolcalls.activities.limits import MAX_ARGUMENTS_BYTES
 from toolcalls.activities.schema import strict_schema
+from toolcalls.activities.spec import Timeouts, ToolSpec
 from toolcalls.workflows.models.call import (
     CallPlan,
     CapabilityPolicy,

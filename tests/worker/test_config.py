@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from toolcalls.activities.capabilities import CAPABILITIES, default_ceiling
-from toolcalls.activities.catalog import DEFAULT_TOOLS, Timeouts
+from toolcalls.activities.catalog import DEFAULT_TOOLS
+from toolcalls.activities.spec import Timeouts
 from toolcalls.worker.config import (
     CONFIG_ENV,
     Config,

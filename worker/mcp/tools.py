@@ -20,7 +20,8 @@ from typing import Any
 
 import mcp_types as types
 
-from toolcalls.activities.catalog import Catalog, ToolSpec
+from toolcalls.activities.catalog import Catalog
+from toolcalls.activities.spec import ToolSpec
 from toolcalls.workflows.models.call import SideEffect
 
 CLOSED_WORLD_FAMILIES = frozenset({"filesystem", "storage", "database", "git", "user"})
