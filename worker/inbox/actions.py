@@ -18,8 +18,8 @@ from pydantic import ValidationError
 from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
 
 from toolcalls.worker.inbox import rendering
-from toolcalls.worker.inbox.app import Inbox, Viewer, call_url, form_text
 from toolcalls.worker.inbox.auth import Refusal
+from toolcalls.worker.inbox.base import Inbox, Viewer, call_url, form_text
 from toolcalls.worker.inbox.pages import call_page
 from toolcalls.worker.render import may_decide
 from toolcalls.workflows.models.approval import (

@@ -21,8 +21,8 @@ from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from toolcalls.worker.inbox import rendering
-from toolcalls.worker.inbox.app import Inbox, Viewer
 from toolcalls.worker.inbox.auth import Refusal
+from toolcalls.worker.inbox.base import Inbox, Viewer
 from toolcalls.worker.payloads.codec import PayloadKeyError
 from toolcalls.worker.payloads.storage import PayloadStoreError
 from toolcalls.worker.render import when

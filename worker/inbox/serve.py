@@ -119,7 +119,8 @@ class _Server:
     def __init__(self, plan: Plan, calls: ToolCallClient) -> None:
         import uvicorn
 
-        from toolcalls.worker.inbox.app import Inbox, app
+        from toolcalls.worker.inbox.app import app
+        from toolcalls.worker.inbox.base import Inbox
 
         self.inbox = Inbox(calls, plan.section, plan.secret)
         config = uvicorn.Config(
