@@ -12,9 +12,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from toolcalls.activities.spec import ToolSpec
-from toolcalls.workflows.call.grants import Grant
 from toolcalls.workflows.models.approval import ApprovalRecord, ApprovalRequest, PreviewArtifact
 from toolcalls.workflows.models.call import CallEvent, ToolCallResult, UserQuestion
+from toolcalls.workflows.models.grant import Grant
 from toolcalls.workflows.reach.client import CallView, PendingCall
 
 PREVIEW_CHARS = 72

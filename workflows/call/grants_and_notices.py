@@ -18,16 +18,7 @@ from temporalio.exceptions import ActivityError
 from temporalio.workflow import ParentClosePolicy
 
 from toolcalls.workflows.call.base import CallBase
-from toolcalls.workflows.call.grants import (
-    FIND_GRANT_ACTIVITY,
-    MEMO_GRANT,
-    FoundGrant,
-    Grant,
-    GrantQuery,
-    GrantWorkflow,
-    grant_workflow_id,
-    scope_key,
-)
+from toolcalls.workflows.call.grants import GrantWorkflow
 from toolcalls.workflows.models.approval import ApprovalRecord, DecisionInput, PreviewArtifact
 from toolcalls.workflows.models.call import (
     NOTIFY_ACTIVITY,
@@ -37,6 +28,15 @@ from toolcalls.workflows.models.call import (
     CallPlan,
     EventKind,
     Notification,
+)
+from toolcalls.workflows.models.grant import (
+    FIND_GRANT_ACTIVITY,
+    MEMO_GRANT,
+    FoundGrant,
+    Grant,
+    GrantQuery,
+    grant_workflow_id,
+    scope_key,
 )
 
 FIND_GRANT_TIMEOUT = timedelta(seconds=10)

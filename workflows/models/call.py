@@ -25,7 +25,7 @@ from toolcalls.workflows.models.approval import (
 WORKFLOW_NAME = "ToolCallWorkflow"
 PLAN_ACTIVITY = "toolcalls.plan"
 """The plan local activity; besides it the workflow knows tool names, ``NOTIFY_ACTIVITY`` and the
-grant lookup (``toolcalls.workflows.call.grants``)."""
+grant lookup (``toolcalls.workflows.models.grant``)."""
 NOTIFY_ACTIVITY = "toolcalls.notify"
 DEFINITIONS_ACTIVITY = "toolcalls.definitions"
 DEFINITIONS_WORKFLOW = "ToolDefinitions"
@@ -42,7 +42,7 @@ SEARCH_STATUS = SearchAttributeKey.for_keyword("ToolCallStatus")
 SEARCH_TOOL = SearchAttributeKey.for_keyword("ToolName")
 SEARCH_CAPABILITIES = SearchAttributeKey.for_keyword_list("ToolCapabilities")
 SEARCH_GRANT_SCOPE = SearchAttributeKey.for_keyword("ToolCallGrantScope")
-"""Of a standing grant (``toolcalls.workflows.call.grants``): ``deployment`` or ``parent:<workflow
+"""Of a standing grant (``toolcalls.workflows.models.grant``): ``deployment`` or ``parent:<workflow
 id>``."""
 SEARCH_INLINE_WAITING = SearchAttributeKey.for_int("ToolCallsWaiting")
 """Of a parent workflow: how many of its inline calls wait for a human

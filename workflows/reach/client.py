@@ -33,7 +33,6 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from toolcalls.workflows.call.definitions import DefinitionsWorkflow
-from toolcalls.workflows.call.grants import Grant, Revocation
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.approval import ApprovalRequest
 from toolcalls.workflows.models.call import (
@@ -53,6 +52,7 @@ from toolcalls.workflows.models.call import (
     ToolCallResult,
     UserQuestion,
 )
+from toolcalls.workflows.models.grant import Grant, Revocation
 from toolcalls.workflows.models.limits import PayloadTooLarge, check_request
 from toolcalls.workflows.models.views import (
     CallConflict,

@@ -29,7 +29,6 @@ from tests.worker.inbox.support import (
 )
 from toolcalls.worker.plugin import sandbox_runner
 from toolcalls.worker.run import build_worker
-from toolcalls.workflows.call.grants import Grant
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.approval import GrantScope
 from toolcalls.workflows.models.call import (
@@ -40,6 +39,7 @@ from toolcalls.workflows.models.call import (
     ErrorCode,
     ToolCallRequest,
 )
+from toolcalls.workflows.models.grant import Grant
 from toolcalls.workflows.reach.client import ToolCallClient
 
 
