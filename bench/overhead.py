@@ -165,7 +165,7 @@ class Mode:
             # Shared like the workflows package, so it skips the per-workflow re-import.
             runner = SandboxedWorkflowRunner(
                 restrictions=SandboxRestrictions.default.with_passthrough_modules(
-                    *PASSTHROUGH_MODULES, "workflows", "bench.baseline"
+                    *PASSTHROUGH_MODULES, "toolcalls.workflows", "bench.baseline"
                 )
             )
         return Worker(
