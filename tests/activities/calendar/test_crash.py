@@ -1,9 +1,9 @@
 """A worker killed during a creation: the call is ``uncertain``, names the identity to look for,
 and the event exists at most once, even when the same call is made again.
 
-The tool runs in a real worker process (``python -m worker``) on a queue of its own, talking to
-Radicale through a loopback proxy that passes the ``PUT`` on and holds back the server's answer:
-the event is created, the worker never hears so, and is then SIGKILLed.
+The tool runs in a real worker process (``python -m toolcalls.worker``) on a queue of its own,
+talking to Radicale through a loopback proxy that passes the ``PUT`` on and holds back the server's
+answer: the event is created, the worker never hears so, and is then SIGKILLed.
 """
 
 from __future__ import annotations

@@ -187,7 +187,7 @@ async def test_a_worker_killed_mid_command_leaves_an_uncertain_call_and_no_orpha
             sys.executable,
             *(
                 "-m",
-                "worker",
+                "toolcalls.worker",
                 "--config",
                 str(worker_config(tmp_path, task_queue, host_queue, root)),
             ),
