@@ -6,14 +6,7 @@ what each declares.
 
 from toolcalls.activities.base import CallContext, ToolArgs, ToolResult
 from toolcalls.activities.capabilities import CAPABILITIES, default_ceiling
-from toolcalls.activities.catalog import (
-    Catalog,
-    CatalogError,
-    CatalogSettings,
-    Timeouts,
-    ToolSpec,
-    call_digest,
-)
+from toolcalls.activities.catalog import Catalog, CatalogError, CatalogSettings, call_digest
 from toolcalls.activities.definitions import DEFINITION_FORMATS, DefinitionFormat
 from toolcalls.activities.errors import tool_error
 from toolcalls.activities.family import (
@@ -26,6 +19,7 @@ from toolcalls.activities.family import (
 )
 from toolcalls.activities.heartbeat import Heartbeat
 from toolcalls.activities.runtime import ToolRuntime
+from toolcalls.activities.spec import Timeouts, ToolSpec
 
 __all__ = [
     "CAPABILITIES",

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from toolcalls.workflows.models import ApprovalRecord
+from toolcalls.workflows.models.approval import ApprovalRecord
 
 
 class ToolArgs(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from toolcalls.workflows.models import CapabilityPolicy, Effect, SideEffect
+from toolcalls.workflows.models.call import CapabilityPolicy, Effect, SideEffect
 
 CAPABILITIES: Mapping[str, SideEffect] = {
     "network.read": SideEffect.READ,

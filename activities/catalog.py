@@ -1,11 +1,12 @@
 """The catalog: the enabled tools of one deployment, with their options, validated when built.
 
 Each family declares its tools beside its code (``toolcalls.activities.family``). A ``ToolSpec``
-names a tool, its argument and result models, the capabilities a call needs (a function of the
-validated arguments), its side-effect class and its timeouts. ``Catalog`` binds the specs to one
-deployment's settings: which tools are enabled, where they run, how long a task may wait for a
-worker, how many attempts a read may take. Bad options fail here, at worker start, rather than
-inside a running workflow where Temporal would retry the failing task forever.
+(``toolcalls.activities.spec``) names a tool, its argument and result models, the capabilities a
+call needs (a function of the validated arguments), its side-effect class and its timeouts.
+``Catalog`` binds the specs to one deployment's settings: which tools are enabled, where they run,
+how long a task may wait for a worker, how many attempts a read may take. Bad options fail here, at
+worker start, rather than inside a running workflow where Temporal would retry the failing task
+forever.
 
 The catalog also plans calls (the ``plan`` local activity delegates here) and exports the
 model-facing tool definitions, in Anthropic's, OpenAI's or MCP's shape.
@@ -14,13 +15,13 @@ model-facing tool definitions, in Anthropic's, OpenAI's or MCP's shape.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, NamedTuple
 
 import rfc8785
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from toolcalls.activities.base import ToolArgs
 from toolcalls.activities.capabilities import CAPABILITIES
@@ -31,14 +32,13 @@ from toolcalls.activities.errors import (
     uncanonical_arguments,
 )
 from toolcalls.activities.limits import MAX_ARGUMENTS_BYTES
+from toolcalls.activities.spec import Timeouts, ToolSpec
 from toolcalls.activities.spec_checks import (
     CatalogError as CatalogError,
     check_spec,
     check_timeouts,
 )
-from toolcalls.workflows import policy
-from toolcalls.workflows.approvers import ApproversSettings, resolve as approvers_for
-from toolcalls.workflows.models import (
+from toolcalls.workflows.models.call import (
     ActivityPlan,
     CallPlan,
     CapabilityPolicy,
@@ -48,57 +48,12 @@ from toolcalls.workflows.models import (
     SideEffect,
     ToolError,
 )
+from toolcalls.workflows.rules import policy
+from toolcalls.workflows.rules.approvers import ApproversSettings, resolve as approvers_for
 
 MAX_READ_ATTEMPTS = 3
 DEFAULT_SCHEDULE_TO_START = timedelta(minutes=1)
 DEFAULT_QUESTION_TIMEOUT = timedelta(seconds=300)
-Capabilities = Sequence[str] | Callable[[Any], Sequence[str]]
-
-
-@dataclass(frozen=True)
-class Timeouts:
-    """How long one attempt may run and how often it must heartbeat."""
-
-    start_to_close: timedelta
-    heartbeat: timedelta | None = None
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """One tool, declared once.
-
-    ``implementation`` is the class whose method named after the tool executes it (and whose
-    ``prepare_<tool>`` method, if any, builds its approval preview); ``None`` means the workflow
-    itself runs the tool (``ask_user``). The tool's family builds its instance.
-    """
-
-    name: str
-    description: str
-    arguments: type[ToolArgs]
-    result: type[BaseModel]
-    side_effect: SideEffect
-    capabilities: Capabilities
-    timeouts: Timeouts | None
-    implementation: type | None
-    capability_sets: tuple[tuple[str, ...], ...] = ()
-    """For capabilities that depend on the arguments: every set a call can need (``git``: status
-    needs ``git.read``, commit ``git.write``), so discovery can tell a tool no call may use."""
-    sees_catalog: bool = False
-    """The tool looks at the other tools (discovery): the plan gives it the ones this call may
-    use (``CallPlan.visible_tools``)."""
-
-    def capabilities_for(self, args: ToolArgs) -> list[str]:
-        """The capabilities this particular call needs."""
-        caps = self.capabilities(args) if callable(self.capabilities) else self.capabilities
-        return sorted(set(caps))
-
-    @property
-    def has_prepare(self) -> bool:
-        return self.implementation is not None and hasattr(
-            self.implementation, f"prepare_{self.name}"
-        )
-
-
 DEFAULT_TOOLS = ("calculator", "current_datetime", "ask_user")
 """Tools enabled when the deployment does not say: the ones that need no configuration."""
 

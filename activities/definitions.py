@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import Any, Literal, get_args
 
 import rfc8785
 
 from toolcalls.activities.schema import strict_schema
-from toolcalls.workflows import policy
-from toolcalls.workflows.models import CapabilityPolicy, Effect
-
-if TYPE_CHECKING:
-    from toolcalls.activities.catalog import ToolSpec
+from toolcalls.activities.spec import ToolSpec
+from toolcalls.workflows.models.call import CapabilityPolicy, Effect
+from toolcalls.workflows.rules import policy
 
 DefinitionFormat = Literal["anthropic", "openai", "mcp"]
 DEFINITION_FORMATS: tuple[DefinitionFormat, ...] = get_args(DefinitionFormat)

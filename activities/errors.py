@@ -15,7 +15,7 @@ import rfc8785
 from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
 
-from toolcalls.workflows.models import ErrorCode, ToolError
+from toolcalls.workflows.models.call import ErrorCode, ToolError
 
 
 def tool_error(

@@ -8,7 +8,6 @@ with its declaration (``toolcalls.activities.family.Family``) and one line here.
 from __future__ import annotations
 
 from toolcalls.activities.calendar import CALENDAR
-from toolcalls.activities.catalog import ToolSpec
 from toolcalls.activities.core import CORE
 from toolcalls.activities.database import DATABASE
 from toolcalls.activities.discovery import DISCOVERY
@@ -19,6 +18,7 @@ from toolcalls.activities.files import FILES
 from toolcalls.activities.network import NETWORK
 from toolcalls.activities.processes import PROCESSES
 from toolcalls.activities.processes.git import GIT
+from toolcalls.activities.spec import ToolSpec
 from toolcalls.activities.storage import STORAGE
 
 BUILTIN_FAMILIES: tuple[AnyFamily, ...] = (

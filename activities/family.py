@@ -19,8 +19,9 @@ from typing import Any, Generic, TypeAlias, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict
 
-from toolcalls.activities.catalog import Catalog, ToolSpec
+from toolcalls.activities.catalog import Catalog
 from toolcalls.activities.limits import MAX_PAYLOAD_BYTES
+from toolcalls.activities.spec import ToolSpec
 
 S = TypeVar("S", bound="FamilySettings")
 T = TypeVar("T")

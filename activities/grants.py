@@ -19,7 +19,9 @@ from temporalio import activity
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from toolcalls.workflows.grants import (
+from toolcalls.workflows.models.approval import GrantScope
+from toolcalls.workflows.models.call import SEARCH_GRANT_SCOPE, SEARCH_TOOL, WORKFLOW_NAME
+from toolcalls.workflows.models.grant import (
     FIND_GRANT_ACTIVITY,
     GRANT_WORKFLOW,
     MEMO_GRANT,
@@ -28,7 +30,6 @@ from toolcalls.workflows.grants import (
     GrantQuery,
     scope_key,
 )
-from toolcalls.workflows.models import SEARCH_GRANT_SCOPE, SEARCH_TOOL, WORKFLOW_NAME, GrantScope
 
 MAX_CANDIDATES = 20
 

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from temporalio import activity
 
-from toolcalls.workflows.models import WORKFLOW_NAME, ExecuteInput, InlineAttestation
+from toolcalls.workflows.models.call import WORKFLOW_NAME, ExecuteInput, InlineAttestation
 
 _CONTEXT = "toolcalls.inline.v1"
 

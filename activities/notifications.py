@@ -24,7 +24,7 @@ from toolcalls.activities.errors import tool_error
 from toolcalls.activities.network.addresses import any_address, public_only
 from toolcalls.activities.network.guard import Limits, NetworkError, NetworkGuard
 from toolcalls.activities.network.http_paths import check_env_name
-from toolcalls.workflows.models import NOTIFY_ACTIVITY, ErrorCode, Notification
+from toolcalls.workflows.models.call import NOTIFY_ACTIVITY, ErrorCode, Notification
 
 SIGNATURE_HEADER = "X-Toolcalls-Signature"
 """``sha256=<hex HMAC-SHA256 of the body>`` with the webhook's secret."""

@@ -35,15 +35,14 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 from toolcalls.activities import telemetry
 from toolcalls.activities.base import CallContext, ToolArgs
 from toolcalls.activities.capabilities import default_ceiling
-from toolcalls.activities.catalog import Catalog, ToolSpec, call_digest
+from toolcalls.activities.catalog import Catalog, call_digest
 from toolcalls.activities.definitions import DEFINITION_FORMATS
 from toolcalls.activities.errors import invalid_arguments, tool_error
 from toolcalls.activities.inline import Attestor, no_inline_calls
 from toolcalls.activities.limits import MAX_PAYLOAD_BYTES
-from toolcalls.workflows import policy
-from toolcalls.workflows.approvers import ApproversSettings
-from toolcalls.workflows.limits import CODEC_MARGIN_BYTES
-from toolcalls.workflows.models import (
+from toolcalls.activities.spec import ToolSpec
+from toolcalls.workflows.models.approval import Prepared
+from toolcalls.workflows.models.call import (
     DEFINITIONS_ACTIVITY,
     PLAN_ACTIVITY,
     WORKFLOW_NAME,
@@ -56,11 +55,13 @@ from toolcalls.workflows.models import (
     ExecuteInput,
     PlanInput,
     PlanOutcome,
-    Prepared,
     SideEffect,
     ToolError,
     prepare_activity_name,
 )
+from toolcalls.workflows.models.limits import CODEC_MARGIN_BYTES
+from toolcalls.workflows.rules import policy
+from toolcalls.workflows.rules.approvers import ApproversSettings
 
 ToolMethod = Callable[[ToolArgs, CallContext], Awaitable[Any]]
 

@@ -10,16 +10,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, get_args
+from typing import Any, get_args
 
 from pydantic import BaseModel
 
 from toolcalls.activities.base import ToolArgs
 from toolcalls.activities.capabilities import CAPABILITIES
 from toolcalls.activities.schema import strict_schema
-
-if TYPE_CHECKING:
-    from toolcalls.activities.catalog import Timeouts, ToolSpec
+from toolcalls.activities.spec import Timeouts, ToolSpec
 
 HEARTBEAT_REQUIRED_AFTER = timedelta(seconds=10)
 """A tool allowed to run longer than this must heartbeat, or cancellation never reaches it."""

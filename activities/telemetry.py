@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 TOOL_DURATION = "toolcalls_tool_duration_seconds"
 """Histogram: how long a tool's activity ran, by ``tool`` and ``outcome`` (``completed`` or the

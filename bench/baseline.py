@@ -18,7 +18,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-from toolcalls.workflows.models import SEARCH_STATUS, ActivityPlan
+from toolcalls.workflows.models.call import SEARCH_STATUS, ActivityPlan
 
 BARE_WORKFLOW = "BenchBareToolWorkflow"
 BARE_ACTIVITY = "bench.calculator"

@@ -46,7 +46,7 @@ from toolcalls.worker.config import build_catalog, parse_config
 from toolcalls.worker.devserver import temporal_binary
 from toolcalls.worker.plugin import sandbox_runner
 from toolcalls.worker.run import build_worker
-from toolcalls.workflows.models import SEARCH_ATTRIBUTES
+from toolcalls.workflows.models.call import SEARCH_ATTRIBUTES
 
 GOAL = 1.1
 WARMUP_CALLS = 5

@@ -16,8 +16,8 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 from bench.baseline import BARE_ACTIVITY
-from toolcalls.workflows.models import ActivityPlan, CallStatus, CapabilityPolicy, Effect
-from toolcalls.workflows.parent import ToolCalls
+from toolcalls.workflows.models.call import ActivityPlan, CallStatus, CapabilityPolicy, Effect
+from toolcalls.workflows.reach.parent import ToolCalls
 
 BENCH_PARENT = "BenchAgentParent"
 ALLOW = CapabilityPolicy(default_effect=Effect.ALLOW, tools={"calculator": Effect.ALLOW})

@@ -26,8 +26,8 @@ from temporalio.testing import WorkflowEnvironment
 from toolcalls.worker.config import parse_config
 from toolcalls.worker.devserver import temporal_binary
 from toolcalls.worker.run import build_worker
-from toolcalls.workflows.models import SEARCH_ATTRIBUTES, CallStatus, ToolCallRequest
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import SEARCH_ATTRIBUTES, CallStatus, ToolCallRequest
 
 
 @dataclass

@@ -59,7 +59,8 @@ from toolcalls.worker.config import Config, build_catalog, parse_config
 from toolcalls.worker.devserver import temporal_binary
 from toolcalls.worker.fast_path import PASSTHROUGH_MODULES, SHARED_PACKAGE
 from toolcalls.worker.run import build_worker
-from toolcalls.workflows.models import (
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import (
     SEARCH_ATTRIBUTES,
     ActivityPlan,
     CallStatus,
@@ -67,7 +68,6 @@ from toolcalls.workflows.models import (
     Effect,
     ToolCallRequest,
 )
-from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 TOOL = "calculator"
 ARGUMENTS = {"expression": "(18 + 6) / 3"}

@@ -65,14 +65,14 @@ from bench.scale_report import (
     report_goal,
 )
 from toolcalls.worker.devserver import DevServer
-from toolcalls.workflows.client import WAITING_CALLS, ToolCallClient
-from toolcalls.workflows.models import (
+from toolcalls.workflows.models.call import (
     WORKFLOW_NAME,
     CallStatus,
     CapabilityPolicy,
     Effect,
     ToolCallRequest,
 )
+from toolcalls.workflows.reach.client import WAITING_CALLS, ToolCallClient
 
 ARGUMENTS = {"expression": "(18 + 6) / 3"}
 NEEDS_APPROVAL = CapabilityPolicy(tools={TOOL: Effect.REQUIRE_APPROVAL})

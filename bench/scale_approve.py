@@ -8,9 +8,9 @@ began (``time.time()``), the seconds they took, the deliveries by kind and (``--
 wall-clock time at which each call ended.
 
 A process of its own so that each side of a baseline comparison decides as its own code does:
-run with ``PYTHONPATH`` set to the baseline's tree, it imports that tree's
-``toolcalls.workflows.client``, whose way of delivering a decision (a status query first, say) is
-part of what the worker costs.
+run with ``PYTHONPATH`` set to the baseline's tree, it imports that tree's ``ToolCallClient``
+(``toolcalls.workflows.reach.client``), whose way of delivering a decision (a status query first,
+say) is part of what the worker costs.
 """
 
 from __future__ import annotations

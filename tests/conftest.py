@@ -11,7 +11,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from toolcalls.worker.devserver import temporal_binary
-from toolcalls.workflows.models import SEARCH_ATTRIBUTES
+from toolcalls.workflows.models.call import SEARCH_ATTRIBUTES
 
 
 @pytest.fixture(scope="session")

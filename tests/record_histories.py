@@ -28,21 +28,23 @@ from tests.support.harness import Handle, make_config, running_worker, start_cal
 from tests.support.http_servers import serve, text
 from tests.support.tools import ALL_TOOL_NAMES
 from toolcalls.worker.devserver import temporal_binary
-from toolcalls.workflows.client import ToolCallClient
-from toolcalls.workflows.models import (
-    SEARCH_ATTRIBUTES,
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.approval import (
     ApprovalDecision,
     ApprovalRequest,
-    CapabilityPolicy,
     DecisionInput,
-    Effect,
-    EventKind,
     GrantScope,
     GrantTerms,
+)
+from toolcalls.workflows.models.call import (
+    SEARCH_ATTRIBUTES,
+    CapabilityPolicy,
+    Effect,
+    EventKind,
     Phase,
     UserAnswer,
 )
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.reach.client import ToolCallClient
 
 HISTORIES = Path(__file__).parent / "histories"
 PRIVATE = {"allow_private_address": True}

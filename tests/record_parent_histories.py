@@ -32,9 +32,14 @@ from tests.support.payloads import keys
 from tests.support.plans import ReversedPlans
 from toolcalls.worker.devserver import temporal_binary
 from toolcalls.worker.plugin import sandbox_runner
-from toolcalls.workflows.client import ToolCallClient
-from toolcalls.workflows.models import SEARCH_ATTRIBUTES, CapabilityPolicy, Effect, ToolCallRequest
-from toolcalls.workflows.parent import CallBudget
+from toolcalls.workflows.models.call import (
+    SEARCH_ATTRIBUTES,
+    CapabilityPolicy,
+    Effect,
+    ToolCallRequest,
+)
+from toolcalls.workflows.reach.client import ToolCallClient
+from toolcalls.workflows.reach.parent import CallBudget
 
 PARENT_HISTORIES = Path(__file__).parent / "histories" / "parents"
 

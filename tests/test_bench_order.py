@@ -12,7 +12,7 @@ import pytest
 
 from bench.overhead import Mode, balanced, make_modes
 from bench.scale import abba, baseline_tree
-from toolcalls.workflows.models import ActivityPlan
+from toolcalls.workflows.models.call import ActivityPlan
 
 SCALE_BASELINE = "4410f6b"
 """The commit before the scale work (the Makefile's ``SCALE_BASELINE``), from before the one
@@ -103,7 +103,8 @@ def test_the_baseline_tree_is_the_commit_with_this_scale_worker_and_approver(
             ["git", "-C", str(root), "show", f"HEAD:{path}"], check=True, capture_output=True
         ).stdout
 
-    assert (tree / "workflows" / "tool_call.py").read_bytes() == committed("workflows/tool_call.py")
+    workflow = "workflows/call/tool_call.py"
+    assert (tree / workflow).read_bytes() == committed(workflow)
     assert (tree / "worker" / "plugin.py").read_bytes() == committed("worker/plugin.py")
     # The scale worker and approver are this tree's, whatever the commit had (the baseline had
     # neither); the approver imports the commit's client.

@@ -24,7 +24,7 @@ from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.testing import WorkflowEnvironment
 
 from toolcalls.worker.devserver import temporal_binary
-from toolcalls.workflows.models import SEARCH_ATTRIBUTES
+from toolcalls.workflows.models.call import SEARCH_ATTRIBUTES
 
 DOCKER = Path(__file__).resolve().parents[1] / "docker"
 COMPOSE_FILE = DOCKER / "compose.yaml"
@@ -212,7 +212,7 @@ def test_grafana_is_provisioned_with_the_dashboard_over_prometheus() -> None:
 def dashboard_metrics() -> list[str]:
     """Our metrics as Prometheus shows them: counters end in ``_total``."""
     from toolcalls.activities import telemetry as activity_metrics
-    from toolcalls.workflows import telemetry as workflow_metrics
+    from toolcalls.workflows.call import telemetry as workflow_metrics
 
     histograms = {workflow_metrics.APPROVAL_WAIT, activity_metrics.TOOL_DURATION}
     return [

@@ -20,16 +20,16 @@ if TYPE_CHECKING:
     from toolcalls.worker.payloads.converter import data_converter
     from toolcalls.worker.plugin import ToolCallsPlugin
     from toolcalls.worker.replay import ReplayFailed, ReplayReport, replay_histories
-    from toolcalls.workflows.client import ToolCallClient
-    from toolcalls.workflows.models import (
-        ApprovalDecision,
+    from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+    from toolcalls.workflows.models.approval import ApprovalDecision
+    from toolcalls.workflows.models.call import (
         CallStatus,
         CapabilityPolicy,
         ToolCallRequest,
         ToolCallResult,
     )
-    from toolcalls.workflows.parent import CallBudget, ToolCalls
-    from toolcalls.workflows.tool_call import ToolCallWorkflow
+    from toolcalls.workflows.reach.client import ToolCallClient
+    from toolcalls.workflows.reach.parent import CallBudget, ToolCalls
 
 __all__ = [
     "ApprovalDecision",
@@ -52,15 +52,15 @@ __all__ = [
 ]
 
 _WHERE = {
-    "ApprovalDecision": "toolcalls.workflows.models",
-    "CallStatus": "toolcalls.workflows.models",
-    "CapabilityPolicy": "toolcalls.workflows.models",
-    "ToolCallRequest": "toolcalls.workflows.models",
-    "ToolCallResult": "toolcalls.workflows.models",
-    "ToolCallWorkflow": "toolcalls.workflows.tool_call",
-    "CallBudget": "toolcalls.workflows.parent",
-    "ToolCalls": "toolcalls.workflows.parent",
-    "ToolCallClient": "toolcalls.workflows.client",
+    "ApprovalDecision": "toolcalls.workflows.models.approval",
+    "CallStatus": "toolcalls.workflows.models.call",
+    "CapabilityPolicy": "toolcalls.workflows.models.call",
+    "ToolCallRequest": "toolcalls.workflows.models.call",
+    "ToolCallResult": "toolcalls.workflows.models.call",
+    "ToolCallWorkflow": "toolcalls.workflows.call.tool_call",
+    "CallBudget": "toolcalls.workflows.reach.parent",
+    "ToolCalls": "toolcalls.workflows.reach.parent",
+    "ToolCallClient": "toolcalls.workflows.reach.client",
     "ToolCallsPlugin": "toolcalls.worker.plugin",
     "ConfigError": "toolcalls.worker.config",
     "load_config": "toolcalls.worker.config",
@@ -69,6 +69,7 @@ _WHERE = {
     "ReplayFailed": "toolcalls.worker.replay",
     "ReplayReport": "toolcalls.worker.replay",
 }
+"""The module each public name lives in."""
 
 
 def __getattr__(name: str) -> Any:

@@ -16,16 +16,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from toolcalls.worker.sections import check_rule_keys
-from toolcalls.workflows import policy
-from toolcalls.workflows.models import (
+from toolcalls.workflows.models.approval import (
     MAX_APPROVER_CHARS,
     MAX_REASON_CHARS,
-    CapabilityPolicy,
-    Effect,
     GrantScope,
     GrantTerms,
-    ToolCallRequest,
 )
+from toolcalls.workflows.models.call import CapabilityPolicy, Effect, ToolCallRequest
+from toolcalls.workflows.rules import policy
 
 EXIT_OK = 0
 EXIT_FAILED = 1

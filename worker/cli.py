@@ -34,8 +34,8 @@ from toolcalls.worker.telemetry import tracing
 from toolcalls.worker.telemetry.endpoint import Health, MetricsEndpoint, metrics_runtime
 from toolcalls.worker.telemetry.logs import configure_logging
 from toolcalls.worker.telemetry.settings import LogFormat, split_address
-from toolcalls.workflows.client import ToolCallClient
-from toolcalls.workflows.models import GrantScope
+from toolcalls.workflows.models.approval import GrantScope
+from toolcalls.workflows.reach.client import ToolCallClient
 
 if TYPE_CHECKING:
     from temporalio.runtime import Runtime

@@ -2,9 +2,9 @@
 prune-payloads.
 
 They connect like the worker (``--config``, ``temporalio.envconfig``, ``--address``,
-``--namespace``) and do what ``toolcalls.workflows.client.ToolCallClient`` does, printing text or,
-with ``--json``, JSON on stdout. A command returns its exit code; a failure raises ``CommandError``
-carrying the code and a one-line reason for stderr.
+``--namespace``) and do what ``toolcalls.workflows.reach.client.ToolCallClient`` does, printing text
+or, with ``--json``, JSON on stdout. A command returns its exit code; a failure raises
+``CommandError`` carrying the code and a one-line reason for stderr.
 """
 
 from __future__ import annotations
@@ -50,7 +50,15 @@ from toolcalls.worker.render import (
     view_json,
     view_text,
 )
-from toolcalls.workflows.client import (
+from toolcalls.workflows.models.approval import ApprovalRecord
+from toolcalls.workflows.models.call import (
+    AskUserOutput,
+    CallStatus,
+    Phase,
+    ToolCallRequest,
+    ToolCallResult,
+)
+from toolcalls.workflows.reach.client import (
     CallConflict,
     CallNotFound,
     CallView,
@@ -61,14 +69,6 @@ from toolcalls.workflows.client import (
     PendingPage,
     Started,
     ToolCallClient,
-)
-from toolcalls.workflows.models import (
-    ApprovalRecord,
-    AskUserOutput,
-    CallStatus,
-    Phase,
-    ToolCallRequest,
-    ToolCallResult,
 )
 
 PROGRESS_INTERVAL = 0.5

@@ -20,17 +20,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin
 from pydantic import BaseModel, Field, ValidationError, create_model, field_validator
 
 from toolcalls.activities.capabilities import CAPABILITIES, default_ceiling
-from toolcalls.activities.catalog import (
-    DEFAULT_TOOLS,
-    Catalog,
-    CatalogError,
-    CatalogSettings,
-    Timeouts,
-    ToolSpec,
-)
+from toolcalls.activities.catalog import DEFAULT_TOOLS, Catalog, CatalogError, CatalogSettings
 from toolcalls.activities.families import BUILTIN_FAMILIES
 from toolcalls.activities.family import AnyFamily, Deployment, Family, FamilySettings, needs
 from toolcalls.activities.notifications import NotificationsSettings
+from toolcalls.activities.spec import Timeouts, ToolSpec
 from toolcalls.worker.inbox.settings import InboxSection, inbox_problems
 from toolcalls.worker.mcp.settings import McpSection
 from toolcalls.worker.payloads.settings import CodecSection, PayloadsSection
@@ -45,8 +39,8 @@ from toolcalls.worker.sections import (
     _Section,
 )
 from toolcalls.worker.telemetry.settings import LogFormat, TelemetrySection
-from toolcalls.workflows.approvers import ApproversSettings
-from toolcalls.workflows.models import DEFAULT_TASK_QUEUE, CapabilityPolicy
+from toolcalls.workflows.models.call import DEFAULT_TASK_QUEUE, CapabilityPolicy
+from toolcalls.workflows.rules.approvers import ApproversSettings
 
 CONFIG_ENV = "TOOLCALLS_CONFIG"
 

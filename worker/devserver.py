@@ -22,7 +22,7 @@ from types import TracebackType
 from temporalio.client import Client
 from temporalio.common import SearchAttributeIndexedValueType
 
-from toolcalls.workflows.models import SEARCH_ATTRIBUTES
+from toolcalls.workflows.models.call import SEARCH_ATTRIBUTES
 
 STARTUP_TIMEOUT = 60.0
 STOP_GRACE = 10.0

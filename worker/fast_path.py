@@ -36,9 +36,9 @@ TESTED_TEMPORALIO = ("1.35.0",)
 ``make bench-overhead``). Add a version only after both ran on it."""
 
 PASSTHROUGH_MODULES = (
-    "toolcalls.workflows.models",
-    "toolcalls.workflows.approval_models",
-    "toolcalls.workflows.policy",
+    "toolcalls.workflows.models.call",
+    "toolcalls.workflows.models.approval",
+    "toolcalls.workflows.rules.policy",
     "pydantic",
     "pydantic_core",
 )

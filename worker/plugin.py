@@ -49,9 +49,9 @@ from toolcalls.worker.telemetry.tracing import (
     install_tracer_provider,
     tracing_interceptor,
 )
-from toolcalls.workflows.definitions import DefinitionsWorkflow
-from toolcalls.workflows.grants import GrantWorkflow
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.definitions import DefinitionsWorkflow
+from toolcalls.workflows.call.grants import GrantWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 
 PLUGIN_NAME = "toolcalls.ToolCallsPlugin"
 OWN_WORKFLOWS = (ToolCallWorkflow, GrantWorkflow, DefinitionsWorkflow)

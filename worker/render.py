@@ -11,17 +11,11 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from toolcalls.activities.catalog import ToolSpec
-from toolcalls.workflows.client import CallView, PendingCall
-from toolcalls.workflows.grants import Grant
-from toolcalls.workflows.models import (
-    ApprovalRecord,
-    ApprovalRequest,
-    CallEvent,
-    PreviewArtifact,
-    ToolCallResult,
-    UserQuestion,
-)
+from toolcalls.activities.spec import ToolSpec
+from toolcalls.workflows.models.approval import ApprovalRecord, ApprovalRequest, PreviewArtifact
+from toolcalls.workflows.models.call import CallEvent, ToolCallResult, UserQuestion
+from toolcalls.workflows.models.grant import Grant
+from toolcalls.workflows.reach.client import CallView, PendingCall
 
 PREVIEW_CHARS = 72
 """A pending call's preview line is cut to this many characters in the ``pending`` table."""

@@ -37,7 +37,7 @@ from toolcalls.worker.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Command
 from toolcalls.worker.config import Config, load_config
 from toolcalls.worker.plugin import ToolCallsPlugin
 from toolcalls.worker.render import dumps, shorten
-from toolcalls.workflows import ToolCallWorkflow
+from toolcalls.workflows.models.call import WORKFLOW_NAME
 
 REASON_CHARS = 300
 """A replay failure's message is cut to this on the report line."""
@@ -161,8 +161,8 @@ async def _replay(
 ) -> list[tuple[ReplayReport, Exception | None]]:
     """Each history's report and the failure its replay raised, in order."""
     # The plugin brings ToolCallWorkflow; naming it again would register it twice.
-    workflows = [cls for cls in workflows if cls is not ToolCallWorkflow]
-    names = {workflow_name(ToolCallWorkflow), *(workflow_name(cls) for cls in workflows)}
+    workflows = [cls for cls in workflows if workflow_name(cls) != WORKFLOW_NAME]
+    names = {WORKFLOW_NAME, *(workflow_name(cls) for cls in workflows)}
     replayer = Replayer(workflows=workflows, plugins=[ToolCallsPlugin(config)], runtime=runtime)
     return [await _replay_one(replayer, names, source) for source in histories]
 

@@ -24,7 +24,7 @@ from toolcalls.activities.family import AnyFamily, FamilyError
 from toolcalls.worker.config import Config, build_catalog
 from toolcalls.worker.plugin import ToolCallsPlugin
 from toolcalls.worker.telemetry.endpoint import Health
-from toolcalls.workflows.models import SEARCH_ATTRIBUTES
+from toolcalls.workflows.models.call import SEARCH_ATTRIBUTES
 
 log = logging.getLogger("toolcalls.worker")
 

@@ -17,8 +17,8 @@ from toolcalls.activities.catalog import (
     MAX_READ_ATTEMPTS,
 )
 from toolcalls.worker.payloads.settings import _env_name
-from toolcalls.workflows import policy
-from toolcalls.workflows.models import CapabilityPolicy, Effect
+from toolcalls.workflows.models.call import CapabilityPolicy, Effect
+from toolcalls.workflows.rules import policy
 
 Seconds = Annotated[float, Field(gt=0)]
 

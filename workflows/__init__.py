@@ -9,16 +9,19 @@ this package (every ``ToolCallWorkflow`` run does) should not pay for the client
 
 from typing import Any
 
-from toolcalls.workflows.models import (
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.approval import (
     ApprovalDecision,
     ApprovalRecord,
     ApprovalRequest,
+    DecisionInput,
+)
+from toolcalls.workflows.models.call import (
     AskUserOutput,
     CallEvent,
     CallState,
     CallStatus,
     CapabilityPolicy,
-    DecisionInput,
     Effect,
     ErrorCode,
     Phase,
@@ -28,7 +31,6 @@ from toolcalls.workflows.models import (
     UserAnswer,
     UserQuestion,
 )
-from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 __all__ = [
     "ApprovalDecision",
@@ -64,18 +66,18 @@ __all__ = [
 ]
 
 _LAZY = {
-    "BudgetUsage": "toolcalls.workflows.parent",
-    "CallBudget": "toolcalls.workflows.parent",
-    "ToolCalls": "toolcalls.workflows.parent",
-    "CallConflict": "toolcalls.workflows.views",
-    "CallView": "toolcalls.workflows.views",
-    "Delivery": "toolcalls.workflows.views",
-    "NoPendingRequest": "toolcalls.workflows.views",
-    "Outcome": "toolcalls.workflows.views",
-    "PayloadTooLarge": "toolcalls.workflows.limits",
-    "PendingCall": "toolcalls.workflows.views",
-    "Started": "toolcalls.workflows.views",
-    "ToolCallClient": "toolcalls.workflows.client",
+    "BudgetUsage": "toolcalls.workflows.reach.parent",
+    "CallBudget": "toolcalls.workflows.reach.parent",
+    "ToolCalls": "toolcalls.workflows.reach.parent",
+    "CallConflict": "toolcalls.workflows.models.views",
+    "CallView": "toolcalls.workflows.models.views",
+    "Delivery": "toolcalls.workflows.models.views",
+    "NoPendingRequest": "toolcalls.workflows.models.views",
+    "Outcome": "toolcalls.workflows.models.views",
+    "PayloadTooLarge": "toolcalls.workflows.models.limits",
+    "PendingCall": "toolcalls.workflows.models.views",
+    "Started": "toolcalls.workflows.models.views",
+    "ToolCallClient": "toolcalls.workflows.reach.client",
 }
 
 

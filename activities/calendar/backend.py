@@ -24,7 +24,7 @@ from temporalio.exceptions import ApplicationError
 
 from toolcalls.activities.errors import tool_error
 from toolcalls.activities.storage.values import ValueProblem, check_value
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 
 @runtime_checkable

@@ -43,7 +43,7 @@ from toolcalls.activities.network.service import (
     ServiceStatusError,
     service_failure,
 )
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 SERVICE = "caldav server"
 NOT_FOUND = "check calendar.url: the collection does not exist"

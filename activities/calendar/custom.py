@@ -26,7 +26,7 @@ from toolcalls.activities.calendar.backend import (
     check_page,
 )
 from toolcalls.activities.errors import tool_error
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 T = TypeVar("T")
 _KNOWN_CODES = frozenset(code.value for code in ErrorCode)

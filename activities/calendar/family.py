@@ -23,9 +23,9 @@ from toolcalls.activities.calendar.settings import (
     CalendarSettings,
 )
 from toolcalls.activities.calendar.tools import CalendarTools
-from toolcalls.activities.catalog import Timeouts, ToolSpec
 from toolcalls.activities.family import Deployment, Extra, Family, FamilySettings, Resources, needs
-from toolcalls.workflows.models import SideEffect
+from toolcalls.activities.spec import Timeouts, ToolSpec
+from toolcalls.workflows.models.call import SideEffect
 
 EXECUTION_MARGIN = timedelta(seconds=10)
 """Past the operation's own bound (``timeout_seconds``): reading the credential, parsing, and

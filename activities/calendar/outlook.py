@@ -29,7 +29,7 @@ from toolcalls.activities.network.service import (
     continuation,
     service_failure,
 )
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 GRAPH_API = "https://graph.microsoft.com/v1.0"
 SERVICE = "microsoft graph"

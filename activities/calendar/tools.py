@@ -46,7 +46,8 @@ from toolcalls.activities.network.service import (
     bearer_token,
     service_guard,
 )
-from toolcalls.workflows.models import ErrorCode, Prepared, PreviewArtifact
+from toolcalls.workflows.models.approval import Prepared, PreviewArtifact
+from toolcalls.workflows.models.call import ErrorCode
 
 LIST = "list_calendar_events"
 CREATE = "create_calendar_event"

@@ -20,7 +20,7 @@ from pydantic import Field, field_validator
 
 from toolcalls.activities.base import CallContext, ToolArgs, ToolResult
 from toolcalls.activities.errors import tool_error
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 MAX_EXPRESSION_CHARS = 256
 MAX_NODES = 128

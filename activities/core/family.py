@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import timedelta
 
-from toolcalls.activities.catalog import Timeouts, ToolSpec
 from toolcalls.activities.core.calculator import CalculatorArgs, CalculatorResult, MathTools
 from toolcalls.activities.core.clock import ClockTools, DateTimeArgs, DateTimeResult
 from toolcalls.activities.core.questions import AskUserArgs
 from toolcalls.activities.family import Family, NoSettings, Resources
-from toolcalls.workflows.models import AskUserOutput, SideEffect
+from toolcalls.activities.spec import Timeouts, ToolSpec
+from toolcalls.workflows.models.call import AskUserOutput, SideEffect
 
 CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(

@@ -1,8 +1,8 @@
 """``ask_user``: the arguments of a question the workflow itself asks and waits on, durably.
 
 There is no activity: ``ToolCallWorkflow`` publishes the question and waits for an answer (an
-update or a signal). The limits are the spec's and live in ``toolcalls.workflows.models`` because
-the workflow enforces the answer's.
+update or a signal). The limits are the spec's and live in ``toolcalls.workflows.models.call``
+because the workflow enforces the answer's.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 
 from toolcalls.activities.base import ToolArgs
-from toolcalls.workflows.models import MAX_OPTION_CHARS, MAX_OPTIONS, MAX_QUESTION_CHARS
+from toolcalls.workflows.models.call import MAX_OPTION_CHARS, MAX_OPTIONS, MAX_QUESTION_CHARS
 
 
 class AskUserArgs(ToolArgs):

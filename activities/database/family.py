@@ -8,7 +8,6 @@ from datetime import timedelta
 
 from pydantic import Field
 
-from toolcalls.activities.catalog import Timeouts, ToolSpec
 from toolcalls.activities.database.settings import DatabaseSettings
 from toolcalls.activities.database.tools import (
     DatabaseSchemaArgs,
@@ -18,7 +17,8 @@ from toolcalls.activities.database.tools import (
     QueryDatabaseResult,
 )
 from toolcalls.activities.family import Deployment, Family, FamilySettings, Resources, needs
-from toolcalls.workflows.models import SideEffect
+from toolcalls.activities.spec import Timeouts, ToolSpec
+from toolcalls.workflows.models.call import SideEffect
 
 _DATABASE_TIMEOUTS = Timeouts(start_to_close=timedelta(seconds=30), heartbeat=timedelta(seconds=10))
 """``database_tools(timeout_seconds=30)`` (spec); the backend's own deadline (5 s by default, at

@@ -31,7 +31,8 @@ from toolcalls.activities.database.settings import DatabaseSettings
 from toolcalls.activities.database.sqlite import SQLiteDatabase
 from toolcalls.activities.errors import tool_error
 from toolcalls.activities.heartbeat import Heartbeat
-from toolcalls.workflows.models import ErrorCode, Prepared, PreviewArtifact
+from toolcalls.workflows.models.approval import Prepared, PreviewArtifact
+from toolcalls.workflows.models.call import ErrorCode
 
 DEFAULT_MAX_ROWS = 100
 MAX_ROWS = 1_000

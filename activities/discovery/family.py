@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import timedelta
 
-from toolcalls.activities.catalog import Timeouts, ToolSpec
 from toolcalls.activities.discovery.tools import (
     DiscoveryTools,
     ReadToolArgs,
@@ -14,7 +13,8 @@ from toolcalls.activities.discovery.tools import (
     SearchToolsResult,
 )
 from toolcalls.activities.family import Family, NoSettings, Resources
-from toolcalls.workflows.models import SideEffect
+from toolcalls.activities.spec import Timeouts, ToolSpec
+from toolcalls.workflows.models.call import SideEffect
 
 DISCOVERY_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(

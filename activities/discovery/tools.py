@@ -12,10 +12,11 @@ from __future__ import annotations
 from pydantic import Field
 
 from toolcalls.activities.base import CallContext, ToolArgs, ToolResult
-from toolcalls.activities.catalog import Catalog, ToolSpec
+from toolcalls.activities.catalog import Catalog
 from toolcalls.activities.definitions import DefinitionFormat, capability_sets, definition, summary
 from toolcalls.activities.errors import tool_error
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.activities.spec import ToolSpec
+from toolcalls.workflows.models.call import ErrorCode
 
 MAX_QUERY_CHARS = 200
 MAX_RESULTS = 50

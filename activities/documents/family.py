@@ -8,7 +8,6 @@ from datetime import timedelta
 
 from pydantic import Field
 
-from toolcalls.activities.catalog import Timeouts, ToolSpec
 from toolcalls.activities.documents.models import (
     ReadDocumentArgs,
     ReadDocumentResult,
@@ -24,7 +23,8 @@ from toolcalls.activities.documents.tools import EXTRA, PARSER_REPORT_MARGIN, Do
 from toolcalls.activities.family import Deployment, Family, FamilySettings, Resources
 from toolcalls.activities.files.paths import Roots
 from toolcalls.activities.files.settings import roots_problems
-from toolcalls.workflows.models import SideEffect
+from toolcalls.activities.spec import Timeouts, ToolSpec
+from toolcalls.workflows.models.call import SideEffect
 
 _DOCUMENT_TIMEOUTS = Timeouts(start_to_close=timedelta(seconds=60), heartbeat=timedelta(seconds=10))
 """Opening and checking the file (8 MiB), the parser process's start, its time (30 s by default,

@@ -48,7 +48,7 @@ from toolcalls.activities.files.reading import path_failure, refused
 from toolcalls.activities.heartbeat import Heartbeat
 from toolcalls.activities.limits import MAX_PAYLOAD_BYTES, output_bytes
 from toolcalls.activities.processes.runner import budget_left
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 PARSER_SCRIPT = extract.__file__
 MAX_PARSER_OUTPUT_BYTES = 4 * 1024 * 1024

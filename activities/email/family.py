@@ -14,7 +14,6 @@ from typing import Any
 
 from pydantic import Field
 
-from toolcalls.activities.catalog import Timeouts, ToolSpec
 from toolcalls.activities.email.backend import EmailBackend, load_factory
 from toolcalls.activities.email.gmail import Gmail
 from toolcalls.activities.email.imap import IMAPEmail
@@ -34,7 +33,8 @@ from toolcalls.activities.email.service_api import credential_problem
 from toolcalls.activities.email.settings import MAX_TIMEOUT_SECONDS, EmailSettings
 from toolcalls.activities.email.tools import EmailTools
 from toolcalls.activities.family import Deployment, Extra, Family, FamilySettings, Resources, needs
-from toolcalls.workflows.models import SideEffect
+from toolcalls.activities.spec import Timeouts, ToolSpec
+from toolcalls.workflows.models.call import SideEffect
 
 EXECUTION_MARGIN = timedelta(seconds=10)
 """Past the operation's own deadline: reading the secret, parsing, reporting."""

@@ -54,7 +54,8 @@ from toolcalls.activities.email.settings import EmailSettings
 from toolcalls.activities.errors import tool_error
 from toolcalls.activities.heartbeat import Heartbeat
 from toolcalls.activities.network.service import service_failure
-from toolcalls.workflows.models import ErrorCode, Prepared, PreviewArtifact
+from toolcalls.workflows.models.approval import Prepared, PreviewArtifact
+from toolcalls.workflows.models.call import ErrorCode
 
 R = TypeVar("R", bound=BaseModel)
 

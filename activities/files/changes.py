@@ -28,7 +28,7 @@ from toolcalls.activities.files.checkpoints import (
 from toolcalls.activities.files.paths import PathError, Roots
 from toolcalls.activities.files.reading import path_failure
 from toolcalls.activities.files.settings import FilesSettings
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from toolcalls.activities.files.checkpoints import ChangeKind
 from toolcalls.activities.files.paths import PathError, check_new_name
 from toolcalls.activities.files.reading import path_failure
 from toolcalls.activities.files.write_models import EditFileArgs, content_too_large, describe_limit
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 Compute = Callable[[str, FileState, int], tuple[bytes, int | None]]
 """``(path, current state, file size limit) -> (new bytes, replacements)``."""

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from pydantic import Field
 
-from toolcalls.activities.catalog import Timeouts, ToolSpec
 from toolcalls.activities.family import Deployment, Family, FamilySettings, Resources, needs
 from toolcalls.activities.files.checkpoints import CheckpointError, CheckpointStore
 from toolcalls.activities.files.paths import Roots
@@ -36,7 +35,8 @@ from toolcalls.activities.files.write_models import (
     RestoreResult,
 )
 from toolcalls.activities.files.writing import FileWriteTools
-from toolcalls.workflows.models import SideEffect
+from toolcalls.activities.spec import Timeouts, ToolSpec
+from toolcalls.workflows.models.call import SideEffect
 
 _WRITE_TIMEOUTS = Timeouts(start_to_close=timedelta(seconds=60), heartbeat=timedelta(seconds=10))
 """The write and recovery file tools: seconds of work (1 MiB written, 8 MiB diffed) in a thread."""

@@ -41,7 +41,7 @@ from toolcalls.activities.files.searching import MAX_RESULT_BYTES, Search, json_
 from toolcalls.activities.files.settings import FilesSettings
 from toolcalls.activities.files.tree import Entry, Kind, WalkStats, walk
 from toolcalls.activities.heartbeat import Heartbeat
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 PROGRESS_INTERVAL = 0.05
 """Seconds between copies of a search's progress into the heartbeat details."""

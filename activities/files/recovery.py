@@ -39,7 +39,8 @@ from toolcalls.activities.files.checkpoints import (
 from toolcalls.activities.files.diffs import unified_diff
 from toolcalls.activities.files.paths import PathError
 from toolcalls.activities.files.write_models import ChangePreview, RestoreResult
-from toolcalls.workflows.models import ErrorCode, Prepared, PreviewArtifact
+from toolcalls.workflows.models.approval import Prepared, PreviewArtifact
+from toolcalls.workflows.models.call import ErrorCode
 
 log = logging.getLogger(__name__)
 

@@ -63,7 +63,8 @@ from toolcalls.activities.files.write_models import (
     change_id_for,
 )
 from toolcalls.activities.heartbeat import Heartbeat
-from toolcalls.workflows.models import ErrorCode, Prepared, PreviewArtifact
+from toolcalls.workflows.models.approval import Prepared, PreviewArtifact
+from toolcalls.workflows.models.call import ErrorCode
 
 T = TypeVar("T")
 

@@ -12,7 +12,6 @@ from datetime import timedelta
 
 from pydantic import Field
 
-from toolcalls.activities.catalog import Timeouts, ToolSpec
 from toolcalls.activities.family import Deployment, Family, FamilySettings, Resources
 from toolcalls.activities.network.fetch import FetchTools, FetchUrlArgs, FetchUrlResult
 from toolcalls.activities.network.http_api import HttpTools, http_tool_spec
@@ -30,7 +29,8 @@ from toolcalls.activities.network.settings import (
     SearchEngine,
     WebSearchSettings,
 )
-from toolcalls.workflows.models import SideEffect
+from toolcalls.activities.spec import Timeouts, ToolSpec
+from toolcalls.workflows.models.call import SideEffect
 
 _FETCH = Timeouts(start_to_close=timedelta(seconds=120), heartbeat=timedelta(seconds=10))
 """Five requests (the first and four redirects) of at most 10 s each, plus their DNS lookups."""

@@ -38,7 +38,7 @@ from toolcalls.activities.network.guard import (
 )
 from toolcalls.activities.network.html_text import extract
 from toolcalls.activities.network.settings import FetchSettings
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 DEFAULT_MAX_CHARS = 12_000
 MAX_CHARS = 50_000

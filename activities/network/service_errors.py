@@ -32,7 +32,7 @@ from toolcalls.activities.network.failures import (
     nothing_sent,
 )
 from toolcalls.activities.network.guard import retry_after
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 MAX_RETRY_AFTER = timedelta(minutes=5)
 """A rate limit asking for a longer wait is reported, not turned into a retry delay."""

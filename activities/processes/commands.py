@@ -45,7 +45,8 @@ from toolcalls.activities.processes.runner import (
     usable_budget,
 )
 from toolcalls.activities.processes.settings import ProcessSettings, ShellSettings
-from toolcalls.workflows.models import ErrorCode, Prepared, PreviewArtifact
+from toolcalls.workflows.models.approval import Prepared, PreviewArtifact
+from toolcalls.workflows.models.call import ErrorCode
 
 MAX_RESULT_BYTES = output_bytes(MAX_PAYLOAD_BYTES)
 """A result's JSON stays below the central payload cap (``MAX_PAYLOAD_BYTES``, 1 MiB) even when

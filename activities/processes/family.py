@@ -12,7 +12,6 @@ from datetime import timedelta
 
 from pydantic import Field
 
-from toolcalls.activities.catalog import Timeouts, ToolSpec
 from toolcalls.activities.family import Deployment, Family, FamilySettings, Resources
 from toolcalls.activities.processes.command_args import (
     ExecuteCommandArgs,
@@ -23,7 +22,8 @@ from toolcalls.activities.processes.commands import ProcessTools
 from toolcalls.activities.processes.resolve import config_problems
 from toolcalls.activities.processes.runner import ProcessLedger, ProcessResult
 from toolcalls.activities.processes.settings import ProcessSettings, ShellSettings
-from toolcalls.workflows.models import SideEffect
+from toolcalls.activities.spec import Timeouts, ToolSpec
+from toolcalls.workflows.models.call import SideEffect
 
 PROCESS_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(

@@ -7,8 +7,8 @@ from datetime import timedelta
 
 from pydantic import Field
 
-from toolcalls.activities.catalog import Timeouts, ToolSpec
 from toolcalls.activities.family import Deployment, Family, FamilySettings, Resources
+from toolcalls.activities.spec import Timeouts, ToolSpec
 from toolcalls.activities.storage.settings import StorageSettings
 from toolcalls.activities.storage.sqlite import SQLiteStorage
 from toolcalls.activities.storage.store import InMemoryStorage, Storage
@@ -23,7 +23,7 @@ from toolcalls.activities.storage.tools import (
     SetValueResult,
     StorageTools,
 )
-from toolcalls.workflows.models import SideEffect
+from toolcalls.workflows.models.call import SideEffect
 
 _STORAGE_READ = Timeouts(start_to_close=timedelta(seconds=10))
 """One short SQLite read; in WAL mode readers never wait for writers."""

@@ -45,7 +45,8 @@ from toolcalls.activities.storage.values import (
     encode_value,
     value_bytes,
 )
-from toolcalls.workflows.models import ErrorCode, Prepared, PreviewArtifact
+from toolcalls.workflows.models.approval import Prepared, PreviewArtifact
+from toolcalls.workflows.models.call import ErrorCode
 
 DEFAULT_LIST_LIMIT = 100
 MAX_LIST_LIMIT = 1_000

@@ -20,15 +20,13 @@ from toolcalls.activities.catalog import (
     Catalog,
     CatalogError,
     CatalogSettings,
-    Timeouts,
-    ToolSpec,
     call_digest,
 )
 from toolcalls.activities.families import BUILTIN_TOOLS
 from toolcalls.activities.limits import MAX_ARGUMENTS_BYTES
 from toolcalls.activities.schema import strict_schema
-from toolcalls.workflows import policy
-from toolcalls.workflows.models import (
+from toolcalls.activities.spec import Timeouts, ToolSpec
+from toolcalls.workflows.models.call import (
     CallPlan,
     CapabilityPolicy,
     Effect,
@@ -38,6 +36,7 @@ from toolcalls.workflows.models import (
     ToolError,
     Verdict,
 )
+from toolcalls.workflows.rules import policy
 
 SPECS = {spec.name: spec for spec in ALL_TOOLS}
 ECHO = SPECS["probe_echo"]

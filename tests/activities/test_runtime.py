@@ -39,15 +39,13 @@ from toolcalls.activities.limits import MAX_PAYLOAD_BYTES
 from toolcalls.activities.runtime import ToolRuntime
 from toolcalls.worker.payloads.codec import EncryptionCodec
 from toolcalls.worker.payloads.keys import parse_keys
-from toolcalls.workflows.models import (
+from toolcalls.workflows.models.approval import ApprovalRecord, Prepared, PreviewArtifact
+from toolcalls.workflows.models.call import (
     WORKFLOW_NAME,
-    ApprovalRecord,
     CapabilityPolicy,
     Effect,
     ExecuteInput,
     PlanInput,
-    Prepared,
-    PreviewArtifact,
     prepare_activity_name,
 )
 

@@ -11,7 +11,7 @@ import pytest
 from pydantic import Field, JsonValue
 
 from toolcalls.activities.base import CallContext, ToolArgs, ToolResult
-from toolcalls.activities.catalog import Catalog, CatalogError, CatalogSettings, Timeouts, ToolSpec
+from toolcalls.activities.catalog import Catalog, CatalogError, CatalogSettings
 from toolcalls.activities.schema import (
     MAX_ENUM_VALUES,
     MAX_NESTING,
@@ -20,7 +20,8 @@ from toolcalls.activities.schema import (
     strict_problems,
     strict_schema,
 )
-from toolcalls.workflows.models import SideEffect
+from toolcalls.activities.spec import Timeouts, ToolSpec
+from toolcalls.workflows.models.call import SideEffect
 
 
 def closed(**properties: Any) -> dict[str, Any]:

@@ -64,9 +64,16 @@ def test_a_workflows_imports_load_no_worker_or_client_code() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
     loaded, version_read = json.loads(done.stdout)
-    assert "toolcalls.workflows.parent" in loaded
+    assert "toolcalls.workflows.reach.parent" in loaded
     assert not [m for m in loaded if m.startswith("toolcalls.worker")]
-    assert "toolcalls.workflows.client" not in loaded
+    assert "toolcalls.workflows.reach.client" not in loaded
     # Nor the distribution's metadata, found by scanning the path: it waits for its first use.
     assert version_read is False
     assert toolcalls.__version__ != "0+unknown"
+
+
+def test_the_workflows_package_gives_every_name_it_lists() -> None:
+    import toolcalls.workflows as package
+
+    missing = [name for name in package.__all__ if getattr(package, name, None) is None]
+    assert not missing, f"toolcalls.workflows lists names it cannot give: {missing}"

@@ -14,7 +14,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from toolcalls.workflows.models import PLAN_ACTIVITY, ExecuteInput, PlanInput, PlanOutcome
+from toolcalls.workflows.models.call import PLAN_ACTIVITY, ExecuteInput, PlanInput, PlanOutcome
 
 ONE_ATTEMPT = RetryPolicy(maximum_attempts=1)
 

@@ -6,8 +6,8 @@ import asyncio
 import uuid
 from typing import Any
 
-from toolcalls.workflows.client import PendingCall, ToolCallClient
-from toolcalls.workflows.models import ToolCallRequest
+from toolcalls.workflows.models.call import ToolCallRequest
+from toolcalls.workflows.reach.client import PendingCall, ToolCallClient
 
 ASK = {"question": "Which format?", "options": ["JSON", "CSV"]}
 

@@ -19,7 +19,8 @@ from toolcalls.activities.files.checkpoints import CheckpointStore
 from toolcalls.activities.files.paths import Roots
 from toolcalls.activities.files.settings import FilesSettings
 from toolcalls.activities.files.writing import FileWriteTools
-from toolcalls.workflows.models import ErrorCode, Prepared
+from toolcalls.workflows.models.approval import Prepared
+from toolcalls.workflows.models.call import ErrorCode
 
 T = TypeVar("T")
 

@@ -28,7 +28,7 @@ from toolcalls.activities.files.read_models import (
 )
 from toolcalls.activities.files.reading import FileReadTools
 from toolcalls.activities.files.settings import FilesSettings
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 T = TypeVar("T")
 

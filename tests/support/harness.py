@@ -21,17 +21,15 @@ from temporalio.service import RPCError, RPCStatusCode
 from tests.support.tools import ALL_FAMILIES, ALL_TOOL_NAMES, ProbeTools
 from toolcalls.worker.config import Config, parse_config
 from toolcalls.worker.run import build_worker
-from toolcalls.workflows.models import (
-    ApprovalDecision,
-    ApprovalRequest,
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.approval import ApprovalDecision, ApprovalRequest, DecisionInput
+from toolcalls.workflows.models.call import (
     CallState,
-    DecisionInput,
     Phase,
     ToolCallRequest,
     ToolCallResult,
     UserQuestion,
 )
-from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 Handle = WorkflowHandle[ToolCallWorkflow, ToolCallResult]
 

@@ -18,9 +18,9 @@ from tests.support.parents import AgentParent, ParentInput, ParentOutput, StepPa
 from tests.support.payloads import keys
 from toolcalls.worker.config import Config
 from toolcalls.worker.plugin import sandbox_runner
-from toolcalls.workflows.client import ToolCallClient
-from toolcalls.workflows.models import CallState
-from toolcalls.workflows.views import CallNotFound, CallView, PendingCall
+from toolcalls.workflows.models.call import CallState
+from toolcalls.workflows.models.views import CallNotFound, CallView, PendingCall
+from toolcalls.workflows.reach.client import ToolCallClient
 
 KEYS_ENV = "TOOLCALLS_TEST_INLINE_KEYS"
 

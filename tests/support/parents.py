@@ -11,13 +11,13 @@ from datetime import timedelta
 from pydantic import BaseModel, Field
 from temporalio import workflow
 
-from toolcalls.workflows.models import (
+from toolcalls.workflows.models.call import (
     CapabilityPolicy,
     Definitions,
     ToolCallRequest,
     ToolCallResult,
 )
-from toolcalls.workflows.parent import BudgetUsage, CallBudget, ToolCalls
+from toolcalls.workflows.reach.parent import BudgetUsage, CallBudget, ToolCalls
 
 
 class ParentInput(BaseModel):

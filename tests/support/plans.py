@@ -18,7 +18,7 @@ from temporalio.client import Client
 
 from tests.support.tools import ALL_FAMILIES
 from toolcalls.worker.config import Config, build_catalog
-from toolcalls.workflows.models import PLAN_ACTIVITY, PlanInput, PlanOutcome
+from toolcalls.workflows.models.call import PLAN_ACTIVITY, PlanInput, PlanOutcome
 
 COMPLETED = EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
 TASK_COMPLETED = EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED

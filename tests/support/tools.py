@@ -13,13 +13,14 @@ from typing import Literal
 from pydantic import Field
 
 from toolcalls.activities.base import CallContext, ToolArgs, ToolResult
-from toolcalls.activities.catalog import Timeouts, ToolSpec
 from toolcalls.activities.core import CORE_TOOLS
 from toolcalls.activities.errors import tool_error
 from toolcalls.activities.families import BUILTIN_FAMILIES, BUILTIN_TOOLS
 from toolcalls.activities.family import AnyFamily, Family, NoSettings, Resources
 from toolcalls.activities.heartbeat import Heartbeat
-from toolcalls.workflows.models import ErrorCode, Prepared, PreviewArtifact, SideEffect
+from toolcalls.activities.spec import Timeouts, ToolSpec
+from toolcalls.workflows.models.approval import Prepared, PreviewArtifact
+from toolcalls.workflows.models.call import ErrorCode, SideEffect
 
 
 class SleepArgs(ToolArgs):

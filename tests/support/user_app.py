@@ -5,12 +5,12 @@ Kept free of test-only imports: it runs in the workflow sandbox like application
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from temporalio import activity, workflow
 
-from toolcalls.workflows.models import ToolCallRequest
-from toolcalls.workflows.parent import ToolCalls
+from toolcalls.workflows.models.call import ToolCallRequest
+from toolcalls.workflows.reach.parent import ToolCalls
 
 
 @activity.defn
@@ -32,13 +32,3 @@ class UserApp:
             ToolCallRequest(tool="calculator", arguments={"expression": "6 * 7"}, call_id="c1")
         )
         return f"{loud} {result.status} {result.output}"
-
-
-@workflow.defn(failure_exception_types=[workflow.NondeterminismError])
-class ReadsTheClock:
-    """Reads the wall clock, which the sandbox forbids: its run fails (and the failure is the
-    workflow's, so a test needs no retrying task to see it)."""
-
-    @workflow.run
-    async def run(self) -> str:
-        return datetime.now().isoformat()

@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 
 from toolcalls.worker.arguments import approval_timeout, requiring_approval
-from toolcalls.workflows import policy
-from toolcalls.workflows.models import CapabilityPolicy, Effect
+from toolcalls.workflows.models.call import CapabilityPolicy, Effect
+from toolcalls.workflows.rules import policy
 
 
 def test_require_approval_alone_covers_capabilities_and_the_tool() -> None:

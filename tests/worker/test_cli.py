@@ -27,15 +27,15 @@ from tests.worker.support import (
     wait_port_closed,
     write_config,
 )
-from toolcalls.workflows.models import (
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.approval import ApprovalDecision
+from toolcalls.workflows.models.call import (
     SEARCH_TOOL,
-    ApprovalDecision,
     CallStatus,
     CapabilityPolicy,
     Effect,
     ToolCallRequest,
 )
-from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 
 async def test_worker_dev_runs_an_approved_call_and_stops_on_sigterm(

@@ -39,8 +39,8 @@ from tests.worker.support import (
     pending_row,
     toolcalls,
 )
-from toolcalls.workflows.models import CallStatus, ErrorCode, EventKind, ToolCallResult
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import CallStatus, ErrorCode, EventKind, ToolCallResult
 
 SIGNALED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
 STAMP = "%Y-%m-%dT%H:%M:%SZ"

@@ -13,8 +13,8 @@ from temporalio.client import Client
 
 from tests.support.harness import make_config, pending_approval, running_worker
 from tests.worker.support import Done, command, pending_entry, pending_row
-from toolcalls.workflows.models import CallStatus, EventKind
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import CallStatus, EventKind
 
 APPROVERS = {
     "groups": {"ops": ["alice", "bob"]},

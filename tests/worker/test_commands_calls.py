@@ -15,8 +15,8 @@ from tests.support.inline import app_worker, inline_config, start_parent
 from tests.support.parents import ParentInput
 from tests.worker.support import command, field, one_line, pending_entry, pending_row
 from toolcalls.worker.render import PREVIEW_CHARS, shorten
-from toolcalls.workflows.limits import PAYLOAD_LIMIT_BYTES
-from toolcalls.workflows.models import (
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import (
     CallStatus,
     CapabilityPolicy,
     Effect,
@@ -24,7 +24,7 @@ from toolcalls.workflows.models import (
     ToolCallRequest,
     ToolCallResult,
 )
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.limits import PAYLOAD_LIMIT_BYTES
 
 
 async def test_an_id_that_ran_gives_its_result_and_starts_nothing(

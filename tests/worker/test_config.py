@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from toolcalls.activities.capabilities import CAPABILITIES, default_ceiling
-from toolcalls.activities.catalog import DEFAULT_TOOLS, Timeouts
+from toolcalls.activities.catalog import DEFAULT_TOOLS
+from toolcalls.activities.spec import Timeouts
 from toolcalls.worker.config import (
     CONFIG_ENV,
     Config,
@@ -18,8 +19,8 @@ from toolcalls.worker.config import (
     load_config,
     parse_config,
 )
-from toolcalls.workflows import policy
-from toolcalls.workflows.models import DEFAULT_TASK_QUEUE, CapabilityPolicy, Effect, SideEffect
+from toolcalls.workflows.models.call import DEFAULT_TASK_QUEUE, CapabilityPolicy, Effect, SideEffect
+from toolcalls.workflows.rules import policy
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "toolcalls.toml"
 

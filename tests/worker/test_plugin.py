@@ -22,8 +22,8 @@ from toolcalls.activities.family import Family, NoSettings, Resources
 from toolcalls.worker.config import ConfigError, parse_config
 from toolcalls.worker.plugin import PLUGIN_NAME, ToolCallsPlugin
 from toolcalls.worker.run import build_worker
-from toolcalls.workflows.models import CallStatus, ToolCallRequest
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import CallStatus, ToolCallRequest
 
 EXPECTED = "HI completed {'expression': '6 * 7', 'result': 42}"
 

@@ -22,14 +22,15 @@ from temporalio.worker import (
 )
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from tests.support.user_app import ReadsTheClock, UserApp, shout
+from tests.support.clock_app import ReadsTheClock
+from tests.support.user_app import UserApp, shout
 from toolcalls.worker import fast_path
 from toolcalls.worker.activations import OwnOnTheLoop
 from toolcalls.worker.config import parse_config
 from toolcalls.worker.plugin import ToolCallsPlugin
 from toolcalls.worker.run import build_worker
 from toolcalls.worker.sandbox import ContextRunner, OwnUnsandboxed
-from toolcalls.workflows.models import WORKFLOW_NAME
+from toolcalls.workflows.models.call import WORKFLOW_NAME
 
 EXPECTED = "HI completed {'expression': '6 * 7', 'result': 42}"
 
@@ -109,7 +110,7 @@ async def test_by_default_the_users_worker_keeps_the_sdks_runner_and_executor(
     # Our pure modules are shared between runs through the SDK's public restrictions; the
     # workflow package too unless isolated. The user's own module never is.
     passthrough = runner.restrictions.passthrough_modules
-    assert "toolcalls.workflows.models" in passthrough
+    assert "toolcalls.workflows.models.call" in passthrough
     assert ("toolcalls.workflows" in passthrough) is not isolate
     assert "tests.support.user_app" not in passthrough
     # Both workflows ran in the sandbox, in the SDK's thread pool.
@@ -126,7 +127,9 @@ async def test_the_users_sandboxed_workflow_still_fails_on_a_non_deterministic_c
     async with Worker(client, task_queue=queue, workflows=[ReadsTheClock]) as worker:
         assert _stock(worker)
         with pytest.raises(WorkflowFailureError) as failed:
-            await client.execute_workflow(ReadsTheClock.run, id=workflow_id, task_queue=queue)
+            await client.execute_workflow(
+                ReadsTheClock.run, "now", id=workflow_id, task_queue=queue
+            )
     cause = failed.value.cause
     assert "Cannot access datetime.datetime.now" in str(cause), cause
     history = await client.get_workflow_handle(workflow_id).fetch_history()

@@ -24,9 +24,10 @@ from tests.worker.support import free_port
 from toolcalls.worker.config import Config, parse_config
 from toolcalls.worker.devserver import temporal_binary
 from toolcalls.worker.run import StartupError, build_worker, ensure_search_attributes, serve
-from toolcalls.workflows.definitions import DefinitionsWorkflow
-from toolcalls.workflows.grants import GrantWorkflow
-from toolcalls.workflows.models import (
+from toolcalls.workflows.call.definitions import DefinitionsWorkflow
+from toolcalls.workflows.call.grants import GrantWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import (
     PLAN_ACTIVITY,
     SEARCH_ATTRIBUTES,
     CallStatus,
@@ -34,7 +35,6 @@ from toolcalls.workflows.models import (
     ToolCallRequest,
     ToolCallResult,
 )
-from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 OTHER_NAMESPACE = "other"
 FAST = {"schedule_to_start_seconds": 1}

@@ -20,7 +20,7 @@ from tests.support.user_app import UserApp
 from toolcalls.worker.fast_path import fast_runner, with_passthrough
 from toolcalls.worker.plugin import OWN_WORKFLOWS
 from toolcalls.worker.sandbox import IN_SANDBOX, ContextRunner, DirectContexts, OwnUnsandboxed
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 
 
 def _details(workflow_id: str) -> WorkflowInstanceDetails:

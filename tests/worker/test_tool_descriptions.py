@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from toolcalls.activities.catalog import Catalog, CatalogSettings, ToolSpec
+from toolcalls.activities.catalog import Catalog, CatalogSettings
+from toolcalls.activities.spec import ToolSpec
 from toolcalls.worker.config import Config, advertised_specs, parse_config
 
 RST = re.compile(r"``|:[a-z]+:`|`_")

@@ -26,21 +26,23 @@ from tests.support.harness import (
     wait_for_phase,
 )
 from tests.support.tools import ProbeTools
-from toolcalls.workflows.models import (
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.approval import (
+    ApprovalDecision,
+    ApprovalRecord,
+    ApprovalRequest,
+    DecisionInput,
+)
+from toolcalls.workflows.models.call import (
     MEMO_PENDING_APPROVAL,
     SEARCH_CAPABILITIES,
     SEARCH_STATUS,
     SEARCH_TOOL,
-    ApprovalDecision,
-    ApprovalRecord,
-    ApprovalRequest,
     CallStatus,
-    DecisionInput,
     ErrorCode,
     EventKind,
     Phase,
 )
-from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 ACCEPTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
 SIGNALED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED

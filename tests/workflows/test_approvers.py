@@ -19,15 +19,15 @@ from tests.support.harness import (
     update_rejection,
     wait_for,
 )
-from toolcalls.workflows.models import (
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.approval import EditProposal
+from toolcalls.workflows.models.call import (
     CallStatus,
     CapabilityPolicy,
-    EditProposal,
     Effect,
     ErrorCode,
     EventKind,
 )
-from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 OPS = {"groups": {"ops": ["alice", "bob"], "security": ["carol"]}}
 

@@ -24,18 +24,18 @@ from tests.support.harness import (
     update_rejection,
     wait_for,
 )
-from toolcalls.workflows.models import (
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.approval import ApprovalDecision, DecisionInput
+from toolcalls.workflows.models.call import (
     MAX_ANSWER_CHARS,
     MEMO_PENDING_QUESTION,
     SEARCH_CAPABILITIES,
     SEARCH_STATUS,
     SEARCH_TOOL,
-    ApprovalDecision,
     AskUserOutput,
     CallEvent,
     CallStatus,
     CapabilityPolicy,
-    DecisionInput,
     Effect,
     ErrorCode,
     EventKind,
@@ -44,7 +44,6 @@ from toolcalls.workflows.models import (
     UserAnswer,
     UserQuestion,
 )
-from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 ACCEPTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
 TIMER_STARTED = EventType.EVENT_TYPE_TIMER_STARTED

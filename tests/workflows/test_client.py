@@ -36,15 +36,8 @@ from tests.support.harness import (
     running_worker,
     start_call,
 )
-from toolcalls.workflows.client import (
-    PAGE_TOKEN_TAG,
-    CallConflict,
-    Delivery,
-    PayloadTooLarge,
-    ToolCallClient,
-)
-from toolcalls.workflows.limits import PAYLOAD_LIMIT_BYTES, encoded_size
-from toolcalls.workflows.models import (
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import (
     SEARCH_STATUS,
     SEARCH_TOOL,
     CallStatus,
@@ -55,7 +48,14 @@ from toolcalls.workflows.models import (
     Phase,
     ToolCallRequest,
 )
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.limits import PAYLOAD_LIMIT_BYTES, encoded_size
+from toolcalls.workflows.reach.client import (
+    PAGE_TOKEN_TAG,
+    CallConflict,
+    Delivery,
+    PayloadTooLarge,
+    ToolCallClient,
+)
 
 ZLIB = b"binary/zlib"
 PROBE = timedelta(seconds=2)

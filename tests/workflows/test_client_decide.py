@@ -21,21 +21,10 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from tests.support.client import ASK, listed_pending, question_request, write_request
 from tests.support.harness import history_types, make_config, running_worker
-from toolcalls.workflows.client import (
-    Delivery,
-    NoPendingRequest,
-    PayloadTooLarge,
-    PendingCall,
-    ToolCallClient,
-)
-from toolcalls.workflows.client_base import STILL_APPLYING
-from toolcalls.workflows.client_inline import signal_after_timeout
-from toolcalls.workflows.deadlines import LATE_UPDATE, deliver_by_id, deliver_by_of
-from toolcalls.workflows.limits import PAYLOAD_LIMIT_BYTES
-from toolcalls.workflows.models import (
-    ApprovalDecision,
-    ApprovalRecord,
-    ApprovalRequest,
+from toolcalls.workflows.call.deadlines import LATE_UPDATE, deliver_by_id, deliver_by_of
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.approval import ApprovalDecision, ApprovalRecord, ApprovalRequest
+from toolcalls.workflows.models.call import (
     AskUserOutput,
     CallStatus,
     ErrorCode,
@@ -44,7 +33,16 @@ from toolcalls.workflows.models import (
     QuestionStatus,
     ToolCallRequest,
 )
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.limits import PAYLOAD_LIMIT_BYTES
+from toolcalls.workflows.reach.client import (
+    Delivery,
+    NoPendingRequest,
+    PayloadTooLarge,
+    PendingCall,
+    ToolCallClient,
+)
+from toolcalls.workflows.reach.client_base import STILL_APPLYING
+from toolcalls.workflows.reach.delivery import signal_after_timeout
 
 PROBE = timedelta(seconds=2)
 UPDATE_EVENTS = {

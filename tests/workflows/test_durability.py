@@ -31,17 +31,17 @@ from tests.support.harness import (
 )
 from tests.support.tools import ProbeTools
 from toolcalls.worker.devserver import DevServer
-from toolcalls.workflows.models import (
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.approval import ApprovalRequest
+from toolcalls.workflows.models.call import (
     MEMO_PENDING_APPROVAL,
     MEMO_PENDING_QUESTION,
     SEARCH_STATUS,
-    ApprovalRequest,
     CallStatus,
     ErrorCode,
     EventKind,
     Phase,
 )
-from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 ALLOW_ALL = {"ceiling": {"default_effect": "allow"}}
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

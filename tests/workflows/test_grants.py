@@ -23,20 +23,20 @@ from tests.support.harness import (
 )
 from tests.support.parents import ParentInput, StepParent
 from toolcalls.worker.plugin import sandbox_runner
-from toolcalls.workflows.client import ToolCallClient
-from toolcalls.workflows.grants import MEMO_GRANT, Grant, GrantWorkflow, scope_key
-from toolcalls.workflows.models import (
+from toolcalls.workflows.call.grants import GrantWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.approval import GrantScope, GrantTerms
+from toolcalls.workflows.models.call import (
     SEARCH_GRANT_SCOPE,
     SEARCH_STATUS,
     SEARCH_TOOL,
     CallStatus,
     EventKind,
-    GrantScope,
-    GrantTerms,
     Phase,
     ToolCallRequest,
 )
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.grant import MEMO_GRANT, Grant, scope_key
+from toolcalls.workflows.reach.client import ToolCallClient
 
 GRANTS = {"max_grant_seconds": 3600, "rules": {"filesystem.write": {"approvers": ["alice"]}}}
 

@@ -23,14 +23,7 @@ from tests.support.harness import history_types, make_config, running_worker
 from tests.support.inline import app_worker, inline_config, listed, start_parent, viewed
 from tests.support.parents import AgentParent, ParentInput
 from toolcalls.worker.plugin import sandbox_runner
-from toolcalls.workflows.client import Delivery, NoPendingRequest, ToolCallClient
-from toolcalls.workflows.client_inline import InlineRef, InlineRoutes
-from toolcalls.workflows.inline_models import (
-    INLINE_APPROVE,
-    MEMO_INLINE_PENDING,
-    InlineDecisionInput,
-)
-from toolcalls.workflows.models import (
+from toolcalls.workflows.models.call import (
     SEARCH_INLINE_WAITING,
     CallState,
     CallStatus,
@@ -40,6 +33,13 @@ from toolcalls.workflows.models import (
     Phase,
     ToolCallRequest,
 )
+from toolcalls.workflows.models.inline import (
+    INLINE_APPROVE,
+    MEMO_INLINE_PENDING,
+    InlineDecisionInput,
+)
+from toolcalls.workflows.reach.client import Delivery, NoPendingRequest, ToolCallClient
+from toolcalls.workflows.reach.client_inline import InlineRef, InlineRoutes
 
 CHILD_STARTED = EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
 ACTIVITY_SCHEDULED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED

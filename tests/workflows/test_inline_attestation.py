@@ -24,13 +24,8 @@ from tests.support.harness import make_config, running_worker
 from tests.support.inline import inline_config
 from toolcalls.activities.catalog import call_digest
 from toolcalls.worker.plugin import sandbox_runner
-from toolcalls.workflows.models import (
-    ApprovalRecord,
-    ExecuteInput,
-    InlineAttestation,
-    PlanInput,
-    PlanOutcome,
-)
+from toolcalls.workflows.models.approval import ApprovalRecord
+from toolcalls.workflows.models.call import ExecuteInput, InlineAttestation, PlanInput, PlanOutcome
 
 ALLOW_WRITES = {"default_effect": "allow"}
 HOLD_WRITES = {"default_effect": "allow", "rules": {"filesystem.write": "require_approval"}}

@@ -24,20 +24,20 @@ from tests.support.http_servers import serve, text
 from tests.support.inline import app_worker, inline_config, listed, start_parent
 from tests.support.parents import ParentInput
 from tests.support.plans import ReversedPlans
-from toolcalls.workflows.client import CallNotFound, Delivery, ToolCallClient
-from toolcalls.workflows.inline import NO_GRANTS
-from toolcalls.workflows.inline_host import MAX_MEMO_BYTES
-from toolcalls.workflows.models import (
+from toolcalls.workflows.call.inline import NO_GRANTS
+from toolcalls.workflows.models.approval import GrantTerms
+from toolcalls.workflows.models.call import (
     SEARCH_INLINE_WAITING,
     CallStatus,
     CapabilityPolicy,
     Effect,
     ErrorCode,
-    GrantTerms,
     Phase,
     ToolCallRequest,
 )
-from toolcalls.workflows.parent import CallBudget
+from toolcalls.workflows.reach.client import CallNotFound, Delivery, ToolCallClient
+from toolcalls.workflows.reach.inline_host import MAX_MEMO_BYTES
+from toolcalls.workflows.reach.parent import CallBudget
 
 CHILD_STARTED = EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
 ALLOW_ALL = {"default_effect": "allow"}

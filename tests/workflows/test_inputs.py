@@ -12,7 +12,7 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.common import RawValue
 
 from tests.support.harness import make_config, running_worker
-from toolcalls.workflows.models import WORKFLOW_NAME, CallStatus, ErrorCode, ToolCallResult
+from toolcalls.workflows.models.call import WORKFLOW_NAME, CallStatus, ErrorCode, ToolCallResult
 
 
 def raw_request(text: str) -> RawValue:

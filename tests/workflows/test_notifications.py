@@ -19,8 +19,8 @@ from tests.support.harness import (
 )
 from tests.support.http_servers import LoopbackServer, serve, text
 from toolcalls.activities.notifications import SIGNATURE_HEADER, TIMESTAMP_HEADER, signature
-from toolcalls.workflows.models import CallStatus, EventKind
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import CallStatus, EventKind
 
 SECRET = "webhook-secret-for-tests"
 ENV = "TOOLCALLS_TEST_WEBHOOK_SECRET"

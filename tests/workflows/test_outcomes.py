@@ -19,7 +19,8 @@ from tests.support.harness import (
     start_call,
     wait_for,
 )
-from toolcalls.workflows.models import (
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import (
     CallStatus,
     CapabilityPolicy,
     Effect,
@@ -27,7 +28,6 @@ from toolcalls.workflows.models import (
     EventKind,
     Phase,
 )
-from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 ALLOW_ALL = {"ceiling": {"default_effect": "allow"}}
 

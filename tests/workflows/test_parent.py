@@ -30,9 +30,7 @@ from tests.support.parents import (
 )
 from tests.support.plans import ReversedPlans
 from toolcalls.worker.plugin import sandbox_runner
-from toolcalls.workflows.client import ToolCallClient
-from toolcalls.workflows.limits import CODEC_MARGIN_BYTES, PAYLOAD_LIMIT_BYTES
-from toolcalls.workflows.models import (
+from toolcalls.workflows.models.call import (
     CallStatus,
     CapabilityPolicy,
     Effect,
@@ -40,7 +38,9 @@ from toolcalls.workflows.models import (
     Phase,
     ToolCallRequest,
 )
-from toolcalls.workflows.parent import REQUEST_LIMIT_BYTES, CallBudget
+from toolcalls.workflows.models.limits import CODEC_MARGIN_BYTES, PAYLOAD_LIMIT_BYTES
+from toolcalls.workflows.reach.client import ToolCallClient
+from toolcalls.workflows.reach.parent import REQUEST_LIMIT_BYTES, CallBudget
 
 CHILD_STARTED = EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
 

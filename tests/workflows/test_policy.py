@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from toolcalls.workflows import policy
-from toolcalls.workflows.models import CapabilityPolicy, Effect, Verdict
+from toolcalls.workflows.models.call import CapabilityPolicy, Effect, Verdict
+from toolcalls.workflows.rules import policy
 
 ALLOW, APPROVE, DENY = Effect.ALLOW, Effect.REQUIRE_APPROVAL, Effect.DENY
 RANK = {ALLOW: 0, APPROVE: 1, DENY: 2}

@@ -18,8 +18,7 @@ from tests.support.tools import ALL_FAMILIES
 from toolcalls.activities.core import CORE
 from toolcalls.worker.config import ConfigError, build_catalog
 from toolcalls.worker.plugin import sandbox_runner
-from toolcalls.workflows.client import ToolCallClient
-from toolcalls.workflows.models import (
+from toolcalls.workflows.models.call import (
     CallStatus,
     CapabilityPolicy,
     Effect,
@@ -27,6 +26,7 @@ from toolcalls.workflows.models import (
     EventKind,
     ToolCallRequest,
 )
+from toolcalls.workflows.reach.client import ToolCallClient
 
 PROFILES = {
     "math": {"tools": ["calculator", "search_tools", "read_tool"]},

@@ -22,8 +22,13 @@ from tests.support.tools import ALL_FAMILIES
 from toolcalls.activities.runtime import ToolRuntime
 from toolcalls.worker.config import build_catalog
 from toolcalls.worker.plugin import sandbox_runner
-from toolcalls.workflows.models import WORKFLOW_NAME, CallStatus, ToolCallRequest, ToolCallResult
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import (
+    WORKFLOW_NAME,
+    CallStatus,
+    ToolCallRequest,
+    ToolCallResult,
+)
 
 
 def _load(path: Path) -> WorkflowHistory:

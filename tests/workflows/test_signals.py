@@ -20,8 +20,14 @@ from tests.support.harness import (
     wait_for,
 )
 from tests.support.tools import ProbeTools
-from toolcalls.workflows.models import CallEvent, CallStatus, EventKind, QuestionStatus, UserAnswer
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import (
+    CallEvent,
+    CallStatus,
+    EventKind,
+    QuestionStatus,
+    UserAnswer,
+)
 
 
 def ignored(events: Sequence[CallEvent]) -> list[str]:

@@ -8,7 +8,7 @@ import pytest
 from temporalio.client import Client
 
 from tests.support.harness import make_config, run_call, running_worker
-from toolcalls.workflows.models import CallStatus, ErrorCode
+from toolcalls.workflows.models.call import CallStatus, ErrorCode
 
 SDK_FAILURE = "Completing activity as failed"
 

@@ -18,18 +18,18 @@ from pydantic import ValidationError
 from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
 
 from toolcalls.worker.inbox import rendering
-from toolcalls.worker.inbox.app import Inbox, Viewer, call_url, form_text
 from toolcalls.worker.inbox.auth import Refusal
+from toolcalls.worker.inbox.base import Inbox, Viewer, call_url, form_text
 from toolcalls.worker.inbox.pages import call_page
 from toolcalls.worker.render import may_decide
-from toolcalls.workflows.client import Delivery, NoPendingRequest
-from toolcalls.workflows.models import (
-    MAX_ANSWER_CHARS,
+from toolcalls.workflows.models.approval import (
     ApprovalDecision,
     ApprovalRequest,
     GrantScope,
     GrantTerms,
 )
+from toolcalls.workflows.models.call import MAX_ANSWER_CHARS
+from toolcalls.workflows.reach.client import Delivery, NoPendingRequest
 
 if TYPE_CHECKING:
     from starlette.datastructures import FormData

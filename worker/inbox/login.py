@@ -12,8 +12,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from toolcalls.worker.inbox.app import LOGIN_COOKIE, Inbox, form_text
 from toolcalls.worker.inbox.auth import LOGIN_NONCE_SECONDS, Refusal, key_of
+from toolcalls.worker.inbox.base import LOGIN_COOKIE, Inbox, form_text
 
 if TYPE_CHECKING:
     from starlette.requests import Request

@@ -21,13 +21,14 @@ from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from toolcalls.worker.inbox import rendering
-from toolcalls.worker.inbox.app import Inbox, Viewer
 from toolcalls.worker.inbox.auth import Refusal
+from toolcalls.worker.inbox.base import Inbox, Viewer
 from toolcalls.worker.payloads.codec import PayloadKeyError
 from toolcalls.worker.payloads.storage import PayloadStoreError
 from toolcalls.worker.render import when
-from toolcalls.workflows.client import CallView, FinishedCall, PendingCall
-from toolcalls.workflows.models import ApprovalRequest, GrantScope, ToolCallResult
+from toolcalls.workflows.models.approval import ApprovalRequest, GrantScope
+from toolcalls.workflows.models.call import ToolCallResult
+from toolcalls.workflows.reach.client import CallView, FinishedCall, PendingCall
 
 if TYPE_CHECKING:
     from starlette.requests import Request

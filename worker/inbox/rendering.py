@@ -17,15 +17,9 @@ from typing import Any
 
 from toolcalls.activities.processes.code_env import loads_code
 from toolcalls.worker.render import elapsed, may_decide, preview_line, when
-from toolcalls.workflows.client import PendingCall
-from toolcalls.workflows.models import (
-    ApprovalRecord,
-    ApprovalRequest,
-    CallEvent,
-    EventKind,
-    PreviewArtifact,
-    ToolCallResult,
-)
+from toolcalls.workflows.models.approval import ApprovalRecord, ApprovalRequest, PreviewArtifact
+from toolcalls.workflows.models.call import CallEvent, EventKind, ToolCallResult
+from toolcalls.workflows.reach.client import PendingCall
 
 _NEVER = datetime.max.replace(tzinfo=UTC)
 MAX_SHOWN_CHARS = 200_000

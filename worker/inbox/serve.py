@@ -34,7 +34,7 @@ from toolcalls.worker.inbox.settings import InboxSection, InboxUser
 from toolcalls.worker.payloads.server import split_listen
 from toolcalls.worker.payloads.settings import is_loopback
 from toolcalls.worker.run import stop_on_signals
-from toolcalls.workflows.client import ToolCallClient
+from toolcalls.workflows.reach.client import ToolCallClient
 
 INBOX_EXTRA = Extra("inbox", ("starlette", "uvicorn", "jinja2", "argon2", "multipart"))
 DEV_USER = "dev"
@@ -119,7 +119,8 @@ class _Server:
     def __init__(self, plan: Plan, calls: ToolCallClient) -> None:
         import uvicorn
 
-        from toolcalls.worker.inbox.app import Inbox, app
+        from toolcalls.worker.inbox.app import app
+        from toolcalls.worker.inbox.base import Inbox
 
         self.inbox = Inbox(calls, plan.section, plan.secret)
         config = uvicorn.Config(

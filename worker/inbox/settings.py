@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from toolcalls.activities.network.http_paths import check_env_name
 from toolcalls.worker.payloads.settings import is_loopback
-from toolcalls.workflows.approvers import ApproversSettings
-from toolcalls.workflows.models import MAX_APPROVER_CHARS
+from toolcalls.workflows.models.approval import MAX_APPROVER_CHARS
+from toolcalls.workflows.rules.approvers import ApproversSettings
 
 DEFAULT_LISTEN = "127.0.0.1:8234"
 DEFAULT_SESSION_HOURS = 8.0

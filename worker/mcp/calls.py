@@ -31,8 +31,8 @@ from toolcalls.worker.mcp.follow import Follower
 from toolcalls.worker.mcp.front import Front
 from toolcalls.worker.mcp.results import call_result, tool_error
 from toolcalls.worker.mcp.rounds import input_required, resume
-from toolcalls.workflows.client import CallConflict, PayloadTooLarge, Started
-from toolcalls.workflows.models import ErrorCode, ToolCallRequest, ToolCallResult
+from toolcalls.workflows.models.call import ErrorCode, ToolCallRequest, ToolCallResult
+from toolcalls.workflows.reach.client import CallConflict, PayloadTooLarge, Started
 
 META_FRONT = {"front": "mcp"}
 """``ToolCallRequest.metadata`` of every call started here, for correlation in history."""

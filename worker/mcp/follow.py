@@ -36,8 +36,9 @@ from toolcalls.worker.mcp.elicit import (
     takes_forms,
 )
 from toolcalls.worker.mcp.front import Front
-from toolcalls.workflows.client import CallView, Delivery, NoPendingRequest, Outcome
-from toolcalls.workflows.models import ApprovalDecision, Phase
+from toolcalls.workflows.models.approval import ApprovalDecision
+from toolcalls.workflows.models.call import Phase
+from toolcalls.workflows.reach.client import CallView, Delivery, NoPendingRequest, Outcome
 
 POLL_SECONDS = 1.0
 SLOW_POLL_SECONDS = 5.0

@@ -27,7 +27,7 @@ from mcp.shared.exceptions import MCPError
 
 from toolcalls.activities.catalog import Catalog
 from toolcalls.worker.mcp.tools import tool_definitions
-from toolcalls.workflows.client import ToolCallClient
+from toolcalls.workflows.reach.client import ToolCallClient
 
 IDEMPOTENCY_KEY = "toolcalls/idempotency_key"
 """The ``_meta`` key of a ``tools/call`` request that names its call across retries."""

@@ -14,7 +14,7 @@ from typing import Any
 
 import mcp_types as types
 
-from toolcalls.workflows.models import CallStatus, ErrorCode, ToolCallResult, ToolError
+from toolcalls.workflows.models.call import CallStatus, ErrorCode, ToolCallResult, ToolError
 
 META_WORKFLOW_ID = "toolcalls/workflow_id"
 META_STATUS = "toolcalls/status"

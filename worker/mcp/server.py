@@ -36,7 +36,7 @@ from toolcalls.worker.mcp.front import IDEMPOTENCY_KEY, Front
 from toolcalls.worker.mcp.rounds import state_boundary
 from toolcalls.worker.payloads.server import split_listen
 from toolcalls.worker.run import stop_on_signals
-from toolcalls.workflows.client import ToolCallClient
+from toolcalls.workflows.reach.client import ToolCallClient
 
 MCP_PATH = "/mcp"
 SERVER_NAME = "toolcalls"

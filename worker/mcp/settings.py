@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolcalls.activities.network.http_paths import check_env_name
-from toolcalls.workflows.models import MAX_APPROVER_CHARS
+from toolcalls.workflows.models.approval import MAX_APPROVER_CHARS
 
 DEFAULT_LISTEN = "127.0.0.1:8765"
 DEFAULT_TOKEN_ENV = "TOOLCALLS_MCP_TOKEN"

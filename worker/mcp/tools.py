@@ -20,8 +20,9 @@ from typing import Any
 
 import mcp_types as types
 
-from toolcalls.activities.catalog import Catalog, ToolSpec
-from toolcalls.workflows.models import SideEffect
+from toolcalls.activities.catalog import Catalog
+from toolcalls.activities.spec import ToolSpec
+from toolcalls.workflows.models.call import SideEffect
 
 CLOSED_WORLD_FAMILIES = frozenset({"filesystem", "storage", "database", "git", "user"})
 """Capability families whose calls touch only what the deployment holds (its roots, its storage

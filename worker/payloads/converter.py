@@ -29,7 +29,7 @@ from toolcalls.worker.payloads.codec import EncryptionCodec, KeylessCodec
 from toolcalls.worker.payloads.keys import KeysError, load_keys
 from toolcalls.worker.payloads.settings import PayloadsSection, Store
 from toolcalls.worker.payloads.storage import LocalStorageDriver, SessionS3Client
-from toolcalls.workflows.client import pydantic_converter
+from toolcalls.workflows.reach.client import pydantic_converter
 
 CODEC_EXTRA = Extra("codec", ("cryptography",))
 S3_EXTRA = Extra("s3", ("aioboto3", "types_aiobotocore_s3"))

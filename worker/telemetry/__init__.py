@@ -3,8 +3,9 @@
 ``settings`` (the ``[telemetry]`` section, ``log_format``), ``logs`` (the JSON formatter),
 ``tracing`` (the SDK's OpenTelemetry interceptor and the ``OTEL_*`` exporters, with the ``otel``
 extra), ``endpoint`` (the SDK's runtime metrics and the ``/metrics``, ``/healthz``, ``/readyz``
-listener). The metrics themselves are recorded where they happen: ``toolcalls.workflows.telemetry``
-and ``toolcalls.activities.telemetry``; docs/observability.md lists them all.
+listener). The metrics themselves are recorded where they happen:
+``toolcalls.workflows.call.telemetry`` and ``toolcalls.activities.telemetry``;
+docs/observability.md lists them all.
 """
 
 from toolcalls.worker.telemetry.endpoint import Health, MetricsEndpoint, metrics_runtime

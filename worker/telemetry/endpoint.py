@@ -25,7 +25,7 @@ from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.worker import Worker
 
 from toolcalls.activities.telemetry import TOOL_DURATION, TOOL_DURATION_BUCKETS
-from toolcalls.workflows.telemetry import APPROVAL_WAIT, APPROVAL_WAIT_BUCKETS
+from toolcalls.workflows.call.telemetry import APPROVAL_WAIT, APPROVAL_WAIT_BUCKETS
 
 log = logging.getLogger("toolcalls.telemetry")
 

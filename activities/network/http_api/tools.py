@@ -10,7 +10,6 @@ from datetime import timedelta
 from urllib.parse import quote
 
 from toolcalls.activities.base import CallContext
-from toolcalls.activities.catalog import Timeouts, ToolSpec
 from toolcalls.activities.errors import tool_error
 from toolcalls.activities.heartbeat import Heartbeat
 from toolcalls.activities.network.failures import nothing_sent
@@ -36,7 +35,9 @@ from toolcalls.activities.network.http_api.models import (
 from toolcalls.activities.network.http_api.responses import build_result
 from toolcalls.activities.network.http_paths import PathProblem, build_url, check_header_value
 from toolcalls.activities.network.settings import HTTP_READ_METHODS, HttpToolSettings
-from toolcalls.workflows.models import ErrorCode, Prepared, PreviewArtifact, SideEffect
+from toolcalls.activities.spec import Timeouts, ToolSpec
+from toolcalls.workflows.models.approval import Prepared, PreviewArtifact
+from toolcalls.workflows.models.call import ErrorCode, SideEffect
 
 IDEMPOTENCY_SAFE = ":/-_.~@+=!$&'()*,;"
 """Characters of an idempotency key sent as they are; anything else (non-ASCII, spaces, control

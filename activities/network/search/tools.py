@@ -40,7 +40,7 @@ from toolcalls.activities.network.search.engine import (
 )
 from toolcalls.activities.network.search.models import Engine, WebSearchArgs, WebSearchResult
 from toolcalls.activities.network.settings import WebSearchSettings
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 TOOL = "web_search"
 LIMITS = Limits(

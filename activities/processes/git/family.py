@@ -8,7 +8,6 @@ from datetime import timedelta
 
 from pydantic import Field
 
-from toolcalls.activities.catalog import Timeouts, ToolSpec
 from toolcalls.activities.family import Deployment, Family, FamilySettings, Resources
 from toolcalls.activities.processes.family import process_ledger
 from toolcalls.activities.processes.git.args import (
@@ -21,7 +20,8 @@ from toolcalls.activities.processes.git.args import (
 from toolcalls.activities.processes.git.tools import GitTools, settings_problems
 from toolcalls.activities.processes.runner import ProcessResult
 from toolcalls.activities.processes.settings import GitSettings
-from toolcalls.workflows.models import SideEffect
+from toolcalls.activities.spec import Timeouts, ToolSpec
+from toolcalls.workflows.models.call import SideEffect
 
 GIT_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(

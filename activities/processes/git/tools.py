@@ -37,7 +37,8 @@ from toolcalls.activities.processes.settings import (
     MAX_TIMEOUT_SECONDS,
     GitSettings,
 )
-from toolcalls.workflows.models import ErrorCode, Prepared, PreviewArtifact
+from toolcalls.workflows.models.approval import Prepared, PreviewArtifact
+from toolcalls.workflows.models.call import ErrorCode
 
 LISTING_TIMEOUT_SECONDS = 5.0
 """Reading the filter configuration; well inside the activity's 10 s heartbeat timeout."""

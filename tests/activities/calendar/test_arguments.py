@@ -12,7 +12,7 @@ from toolcalls.activities.calendar.models import parse_timestamp
 from toolcalls.activities.calendar.tokens import PageToken, creation_id, scope_digest, window_digest
 from toolcalls.activities.capabilities import default_ceiling
 from toolcalls.activities.catalog import Catalog, CatalogSettings
-from toolcalls.workflows.models import CallPlan, ErrorCode, PlanInput, ToolError
+from toolcalls.workflows.models.call import CallPlan, ErrorCode, PlanInput, ToolError
 
 CATALOG = Catalog(
     CALENDAR_TOOLS,

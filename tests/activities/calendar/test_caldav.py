@@ -29,7 +29,7 @@ from toolcalls.activities.calendar.models import CreateCalendarEventArgs, ListCa
 from toolcalls.activities.calendar.settings import CalendarSettings
 from toolcalls.activities.calendar.tokens import PageToken, creation_id
 from toolcalls.activities.calendar.tools import CalendarTools
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 WEEK = {"start": "2026-01-05T00:00:00+01:00", "end": "2026-01-12T00:00:00+01:00"}
 LUNCH = {

@@ -1,9 +1,9 @@
 """A worker killed during a creation: the call is ``uncertain``, names the identity to look for,
 and the event exists at most once, even when the same call is made again.
 
-The tool runs in a real worker process (``python -m worker``) on a queue of its own, talking to
-Radicale through a loopback proxy that passes the ``PUT`` on and holds back the server's answer:
-the event is created, the worker never hears so, and is then SIGKILLed.
+The tool runs in a real worker process (``python -m toolcalls.worker``) on a queue of its own,
+talking to Radicale through a loopback proxy that passes the ``PUT`` on and holds back the server's
+answer: the event is created, the worker never hears so, and is then SIGKILLed.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from tests.support.harness import make_config, running_worker, start_call
 from tests.support.tools import ALL_TOOL_NAMES
 from tests.worker.support import Spawned, hermetic_env
 from toolcalls.activities.calendar.tokens import creation_id
-from toolcalls.workflows.models import CallStatus, ErrorCode, ToolCallRequest
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import CallStatus, ErrorCode, ToolCallRequest
 
 LOST_AFTER = {"start_to_close_seconds": 40, "heartbeat_seconds": 2}
 LUNCH = {

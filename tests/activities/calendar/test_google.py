@@ -27,7 +27,7 @@ from tests.support.calendars import (
 from toolcalls.activities.calendar.models import CreateCalendarEventArgs, ListCalendarEventsArgs
 from toolcalls.activities.calendar.tokens import PageToken, creation_id
 from toolcalls.activities.network.service import MAX_RESPONSE_BYTES
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 EVENTS = "https://www.googleapis.com/calendar/v3/calendars/primary/events"
 WEEK = {"start": "2026-01-05T00:00:00+01:00", "end": "2026-01-12T00:00:00+01:00"}

@@ -24,7 +24,7 @@ from tests.support.calendars import (
 )
 from toolcalls.activities.calendar.models import CreateCalendarEventArgs, ListCalendarEventsArgs
 from toolcalls.activities.calendar.tokens import PageToken, creation_id
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 GRAPH = "https://graph.microsoft.com/v1.0"
 WEEK = {"start": "2026-01-05T00:00:00+01:00", "end": "2026-01-12T00:00:00+01:00"}

@@ -30,7 +30,7 @@ from toolcalls.activities.network.service import (
     service_failure,
     service_guard,
 )
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 HOST = "api.service.test"
 BASE = f"https://{HOST}/v1/things"

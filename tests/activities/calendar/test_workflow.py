@@ -34,8 +34,8 @@ from tests.support.tools import ALL_FAMILIES, ALL_TOOL_NAMES, ProbeTools
 from toolcalls.activities.calendar import CalendarTools
 from toolcalls.activities.calendar.tokens import creation_id
 from toolcalls.worker.run import build_worker
-from toolcalls.workflows.models import CallStatus, ErrorCode
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import CallStatus, ErrorCode
 
 TOOLS = [*ALL_TOOL_NAMES, "list_calendar_events", "create_calendar_event"]
 WEEK = {"start": "2026-01-05T00:00:00+01:00", "end": "2026-01-12T00:00:00+01:00"}

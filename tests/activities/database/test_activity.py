@@ -22,7 +22,7 @@ from tests.support.databases import CALL, database, failure, query, tools_for
 from toolcalls.activities.database import DatabaseTools, SQLiteDatabase, sqlite as sqlite_backend
 from toolcalls.activities.database.settings import DatabaseSettings
 from toolcalls.activities.database.tools import DatabaseSchemaArgs
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 __all__ = ["database"]  # the fixture, used by name
 

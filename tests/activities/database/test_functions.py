@@ -15,7 +15,7 @@ import pytest
 from tests.support.children import children
 from tests.support.databases import database, failure, make_database, query, schema, tools_for
 from toolcalls.activities.database.reader import ALLOWED_FUNCTIONS
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 __all__ = ["database"]  # the fixture, used by name
 

@@ -24,7 +24,7 @@ from toolcalls.activities.database import DatabaseTools, SQLiteDatabase
 from toolcalls.activities.database.backend import Parameters
 from toolcalls.activities.database.settings import DatabaseSettings
 from toolcalls.activities.database.tools import QueryDatabaseArgs
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 __all__ = ["database"]  # the fixture, used by name
 

@@ -22,7 +22,7 @@ from tests.support.databases import (
     tools_for,
 )
 from toolcalls.activities.database.tools import QueryDatabaseArgs
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 __all__ = ["database"]  # the fixture, used by name
 

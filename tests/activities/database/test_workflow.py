@@ -25,8 +25,8 @@ from tests.support.tools import ALL_TOOL_NAMES
 from toolcalls.activities.database import DatabaseTools, SQLiteDatabase
 from toolcalls.worker.config import Config, ConfigError, build_catalog, parse_config
 from toolcalls.worker.plugin import build_instances
-from toolcalls.workflows.models import CallStatus, CapabilityPolicy, Effect, ErrorCode
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import CallStatus, CapabilityPolicy, Effect, ErrorCode
 
 __all__ = ["database"]  # the fixture, used by name
 

@@ -25,7 +25,7 @@ from tests.support.harness import make_config, run_call, running_worker
 from tests.support.processes import eventually
 from toolcalls.activities.documents.models import ReadDocumentResult
 from toolcalls.activities.documents.tools import DocumentTools
-from toolcalls.workflows.models import CallStatus
+from toolcalls.workflows.models.call import CallStatus
 
 
 async def read_by(tools: DocumentTools, path: Path) -> tuple[ReadDocumentResult, int]:

@@ -28,8 +28,14 @@ from toolcalls.activities.documents.tools import EXTRA, DocumentTools
 from toolcalls.activities.family import FamilyError
 from toolcalls.worker.config import ConfigError, build_catalog, config_problems, parse_config
 from toolcalls.worker.plugin import build_instances
-from toolcalls.workflows.models import CallStatus, CapabilityPolicy, Effect, ErrorCode, SideEffect
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import (
+    CallStatus,
+    CapabilityPolicy,
+    Effect,
+    ErrorCode,
+    SideEffect,
+)
 
 TOOLS = ["read_document", "search_document"]
 

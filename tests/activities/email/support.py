@@ -16,7 +16,7 @@ from toolcalls.activities.base import CallContext
 from toolcalls.activities.email.family import EMAIL_TOOLS, make_backend
 from toolcalls.activities.email.settings import EmailSettings
 from toolcalls.activities.email.tools import EmailTools
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 PASSWORD_ENV = "TEST_MAIL_PASSWORD"
 CALL = CallContext("wf-email", "call-1", "wf-email:call-1", None, None)

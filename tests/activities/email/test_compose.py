@@ -14,7 +14,7 @@ from toolcalls.activities.capabilities import default_ceiling
 from toolcalls.activities.catalog import Catalog, CatalogSettings
 from toolcalls.activities.email.compose import build_message, message_id_domain, message_id_for
 from toolcalls.activities.email.family import EMAIL_TOOLS
-from toolcalls.workflows.models import ErrorCode, PlanInput
+from toolcalls.workflows.models.call import ErrorCode, PlanInput
 
 GOOD: dict[str, Any] = {"to": ["bob@example.org"], "subject": "Hello", "body": "Hi Bob"}
 CATALOG = Catalog(EMAIL_TOOLS, CatalogSettings(enabled=[spec.name for spec in EMAIL_TOOLS]))

@@ -19,7 +19,7 @@ from toolcalls.activities.email.outlook import QUERY_HELP as GRAPH_HELP
 from toolcalls.activities.family import FamilyError
 from toolcalls.worker.config import ConfigError, build_catalog, parse_config
 from toolcalls.worker.plugin import build_instances
-from toolcalls.workflows.models import CallStatus
+from toolcalls.workflows.models.call import CallStatus
 
 READS = ["list_email_messages", "read_email"]
 ALL = [*READS, "create_email_draft", "send_email"]

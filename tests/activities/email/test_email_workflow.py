@@ -30,14 +30,14 @@ from tests.support.harness import (
 from tests.support.tools import ALL_TOOL_NAMES
 from toolcalls.activities.email.compose import message_id_for
 from toolcalls.worker.config import Config
-from toolcalls.workflows.models import (
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import (
     CallStatus,
     CapabilityPolicy,
     Effect,
     ErrorCode,
     ToolCallResult,
 )
-from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 EMAIL_TOOLS = ["list_email_messages", "read_email", "create_email_draft", "send_email"]
 MESSAGE = {"to": ["bob@example.org"], "subject": "Lunch?", "body": "Noon at the usual place."}

@@ -26,7 +26,7 @@ from tests.support.tools import ALL_FAMILIES, ALL_TOOL_NAMES
 from toolcalls.activities.email.compose import message_id_for
 from toolcalls.activities.email.tools import EmailTools
 from toolcalls.worker.run import build_worker
-from toolcalls.workflows.models import CallStatus, ErrorCode
+from toolcalls.workflows.models.call import CallStatus, ErrorCode
 
 USER = "/gmail/v1/users/me"
 MESSAGE = {"to": ["bob@example.org"], "subject": "Grüße", "body": "Hello Bob"}

@@ -25,7 +25,7 @@ from tests.activities.email.support import (
 from tests.worker.support import free_port
 from toolcalls.activities.base import CallContext
 from toolcalls.activities.email.compose import message_id_for
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 DRAFT = {
     "to": ["bob@example.org", "carol@example.net"],

@@ -18,7 +18,7 @@ from tests.activities.email.support import (
 )
 from toolcalls.activities.email.mime import MAX_BODY_CHARS
 from toolcalls.activities.email.tools import EmailTools
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 
 def tools(dovecot: Dovecot, account: Account, ca_file: Path, **changes: object) -> EmailTools:

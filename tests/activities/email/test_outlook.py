@@ -7,7 +7,7 @@ import httpx
 from tests.activities.email.services import REMOTE_TEXT, TOKEN, Routes, backend_tools, body_json
 from tests.activities.email.support import CALL, call, code_of, details, failure
 from toolcalls.activities.email.compose import message_id_for
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 ME = "/v1.0/me"
 GRAPH = "https://graph.microsoft.com"

@@ -21,7 +21,7 @@ from tests.support.harness import make_config, running_worker, start_call
 from tests.support.tools import ALL_TOOL_NAMES
 from tests.worker.support import Spawned, hermetic_env
 from toolcalls.activities.email.compose import message_id_for
-from toolcalls.workflows.models import CallStatus, ErrorCode
+from toolcalls.workflows.models.call import CallStatus, ErrorCode
 
 LOST_AFTER = {"start_to_close_seconds": 60, "heartbeat_seconds": 2}
 """A lost worker shows within two seconds of its last heartbeat."""

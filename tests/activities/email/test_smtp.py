@@ -28,7 +28,7 @@ from toolcalls.activities.email.compose import message_id_for
 from toolcalls.activities.email.models import SendEmailArgs
 from toolcalls.activities.email.settings import EmailSettings
 from toolcalls.activities.email.tools import EmailTools
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 MESSAGE: dict[str, Any] = {
     "to": ["bob@example.org", "carol@example.net"],

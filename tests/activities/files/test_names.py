@@ -29,7 +29,7 @@ from toolcalls.activities.files.paths import PathError, Roots
 from toolcalls.activities.files.read_models import ListFilesArgs, ReadFileArgs, SearchFilesArgs
 from toolcalls.activities.files.write_models import CreateFileArgs, EditFileArgs, ReplaceFileArgs
 from toolcalls.worker.config import ConfigError, parse_config
-from toolcalls.workflows.models import ErrorCode, PlanInput
+from toolcalls.workflows.models.call import ErrorCode, PlanInput
 
 REFUSED = {
     "newline": ("a\nb", "contains a control character (U+000A)"),

@@ -12,7 +12,7 @@ from temporalio.exceptions import ApplicationError
 from tests.support.filetrees import read, read_tools, real_root, refusal, unprivileged
 from toolcalls.activities.files.read_models import MAX_READ_CHARS, ReadFileArgs
 from toolcalls.activities.files.reading import FileReadTools
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 TEXT = "héllo wörld 😀 ünïcödé\nzweite Zeile ß\n"
 

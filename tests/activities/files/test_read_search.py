@@ -26,7 +26,7 @@ from toolcalls.activities.files.matching import MAX_LINE_CHARS, Matcher
 from toolcalls.activities.files.read_models import SearchFilesArgs, SearchFilesResult
 from toolcalls.activities.files.reading import FileReadTools
 from toolcalls.activities.files.searching import MAX_SEARCH_BYTES
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 MiB = 1024 * 1024
 

@@ -26,14 +26,14 @@ from toolcalls.activities.files import FILE_TOOLS, FILES
 from toolcalls.activities.files.reading import FileReadTools
 from toolcalls.worker.config import ConfigError, build_catalog, config_problems, parse_config
 from toolcalls.worker.plugin import build_instances
-from toolcalls.workflows.models import (
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import (
     CallStatus,
     CapabilityPolicy,
     Effect,
     ErrorCode,
     SideEffect,
 )
-from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 READ_TOOLS = ["read_file", "list_files", "search_files"]
 

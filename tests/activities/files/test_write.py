@@ -23,7 +23,7 @@ from toolcalls.activities.files.write_models import (
     ReplaceFileArgs,
     change_id_for,
 )
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 
 async def test_create_writes_exact_bytes_with_mode_0600(files: Files) -> None:

@@ -26,7 +26,7 @@ from toolcalls.activities.files.write_models import (
     EditFileArgs,
     ReplaceFileArgs,
 )
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 
 async def write(files: Files, name: str, old: str, new: str, file_mode: int = 0o640) -> str:

@@ -19,8 +19,8 @@ from tests.support.harness import (
 from toolcalls.activities.files import atomic
 from toolcalls.activities.files.settings import MAX_WRITE_BYTES
 from toolcalls.worker.config import Config, ConfigError, build_catalog, parse_config
-from toolcalls.workflows.models import CallStatus, ErrorCode, ToolCallResult
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import CallStatus, ErrorCode, ToolCallResult
 
 WRITE_TOOLS = ["create_file", "replace_file", "edit_file", "preview_change", "restore_change"]
 

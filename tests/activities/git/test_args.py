@@ -18,7 +18,7 @@ from toolcalls.activities.capabilities import default_ceiling
 from toolcalls.activities.processes.git import GitArgs, GitReadArgs, GitTools
 from toolcalls.activities.processes.settings import GitSettings
 from toolcalls.worker.config import Config, ConfigError, build_catalog, parse_config
-from toolcalls.workflows.models import CallPlan, ErrorCode, PlanInput, ToolError
+from toolcalls.workflows.models.call import CallPlan, ErrorCode, PlanInput, ToolError
 
 
 def config(tmp_path: Path, **git: Any) -> Config:

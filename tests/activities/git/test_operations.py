@@ -18,7 +18,7 @@ from tests.support.gitrepo import Repo, git_tools, run_git
 from toolcalls.activities.limits import MAX_PAYLOAD_BYTES
 from toolcalls.activities.processes.commands import MAX_RESULT_BYTES
 from toolcalls.activities.processes.settings import MAX_OUTPUT_BYTES
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 FIRST_DATE = "Date:   Thu Jan 2 03:04:05 2020 +0000"
 AUTHOR = "Author: Test <test@example.com>"

@@ -25,7 +25,7 @@ from toolcalls.activities.base import CallContext
 from toolcalls.activities.processes.git import GitArgs, GitTools
 from toolcalls.activities.processes.git.command import SAFE_CONFIG, SAFE_ENV
 from toolcalls.activities.processes.runner import ProcessResult
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 
 @pytest.fixture

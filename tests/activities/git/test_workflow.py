@@ -23,8 +23,8 @@ from tests.support.harness import (
 )
 from tests.support.processes import eventually
 from toolcalls.worker.config import Config
-from toolcalls.workflows.models import CallStatus, ErrorCode, EventKind, Phase
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import CallStatus, ErrorCode, EventKind, Phase
 
 READS_ALLOWED = {
     "rules": {"process.execute": "allow", "git.read": "allow"},

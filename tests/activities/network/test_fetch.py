@@ -25,7 +25,7 @@ from toolcalls.activities.network.fetch import FetchTools, FetchUrlArgs, FetchUr
 from toolcalls.activities.network.guard import Limits, NetworkGuard, any_address
 from toolcalls.activities.network.html_text import TooSlow, extract
 from toolcalls.activities.network.settings import FetchSettings
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 CALL = CallContext(
     workflow_id="wf", call_id="c1", idempotency_key="wf:c1", approval=None, precondition=None

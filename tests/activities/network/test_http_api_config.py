@@ -12,7 +12,7 @@ from toolcalls.activities.network.http_api import HttpTools
 from toolcalls.activities.schema import strict_schema
 from toolcalls.worker.config import ConfigError, build_catalog, load_config, parse_config
 from toolcalls.worker.plugin import build_instances
-from toolcalls.workflows.models import SideEffect
+from toolcalls.workflows.models.call import SideEffect
 
 API = {"name": "app_api", "base_url": "https://api.example.com/v1"}
 

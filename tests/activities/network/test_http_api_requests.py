@@ -34,7 +34,8 @@ from toolcalls.activities.network.http_api import (
     arguments_model,
 )
 from toolcalls.activities.network.settings import HttpToolSettings
-from toolcalls.workflows.models import ErrorCode, Prepared
+from toolcalls.workflows.models.approval import Prepared
+from toolcalls.workflows.models.call import ErrorCode
 
 SECRET = "s3cr3t-token-value"
 

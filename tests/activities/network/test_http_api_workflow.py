@@ -26,8 +26,8 @@ from tests.support.http_api_servers import RecordingAPI, Reply, recording_api
 from tests.support.tools import ALL_TOOL_NAMES
 from toolcalls.activities.network import NETWORK
 from toolcalls.worker.config import Config
-from toolcalls.workflows.models import CallStatus, CapabilityPolicy, Effect, ErrorCode
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import CallStatus, CapabilityPolicy, Effect, ErrorCode
 
 SECRET = "wf-s3cr3t-value"
 ROUTES = {

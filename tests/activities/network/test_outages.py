@@ -41,7 +41,7 @@ from toolcalls.activities.network.guard import (
     any_address,
 )
 from toolcalls.activities.network.settings import FetchSettings
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 LIMITS = Limits(timeout_seconds=5, max_bytes=1_000_000, max_decoded_bytes=1_000_000)
 QUICK = Limits(timeout_seconds=0.5, max_bytes=1_000_000, max_decoded_bytes=1_000_000)

@@ -12,7 +12,7 @@ from toolcalls.activities.catalog import Catalog, CatalogSettings
 from toolcalls.activities.network import SEARCH_TOOLS
 from toolcalls.activities.network.search import WebSearchArgs, WebSearchResult, WebSearchTools
 from toolcalls.worker.config import build_catalog, parse_config
-from toolcalls.workflows.models import ErrorCode, PlanInput, PlanOutcome, SideEffect, ToolError
+from toolcalls.workflows.models.call import ErrorCode, PlanInput, PlanOutcome, SideEffect, ToolError
 
 CATALOG = Catalog(SEARCH_TOOLS, CatalogSettings(enabled=["web_search"]))
 

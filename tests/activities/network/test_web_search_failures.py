@@ -33,7 +33,7 @@ from tests.support.web_search import (
 from toolcalls.activities.network.guard import Address, NetworkGuard, any_address, retry_after
 from toolcalls.activities.network.search.tools import WebSearchTools
 from toolcalls.activities.network.settings import WebSearchSettings
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 
 async def failure(tools: WebSearchTools, code: ErrorCode, **args: Any) -> ApplicationError:

@@ -22,8 +22,8 @@ from tests.support.tools import ALL_FAMILIES, ALL_TOOL_NAMES, ProbeTools
 from tests.support.web_search import BRAVE_HOST, KEY, WIKIPEDIA_HOST, Providers
 from toolcalls.activities.network.search import WebSearchTools
 from toolcalls.worker.run import build_worker
-from toolcalls.workflows.models import CallStatus, CapabilityPolicy, Effect, ErrorCode
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import CallStatus, CapabilityPolicy, Effect, ErrorCode
 
 
 def search_config(task_queue: str, **sections: Any) -> Any:

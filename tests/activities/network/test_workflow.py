@@ -22,8 +22,8 @@ from toolcalls.activities.network.guard import NetworkGuard, any_address
 from toolcalls.activities.network.settings import FetchSettings
 from toolcalls.worker.config import Config
 from toolcalls.worker.run import build_worker
-from toolcalls.workflows.models import CallStatus, CapabilityPolicy, Effect, ErrorCode
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import CallStatus, CapabilityPolicy, Effect, ErrorCode
 
 PAGE = "<html><head><title>Hello</title></head><body><p>Fetched through Temporal.</p></body></html>"
 

@@ -19,7 +19,7 @@ from tests.support.processes import alive, eventually, live_members
 from tests.support.tools import ALL_TOOL_NAMES
 from tests.worker.support import Spawned, hermetic_env
 from toolcalls.activities.processes.runner import ProcessLedger
-from toolcalls.workflows.models import CallStatus, ErrorCode
+from toolcalls.workflows.models.call import CallStatus, ErrorCode
 
 LOST_AFTER = {"start_to_close_seconds": 30, "heartbeat_seconds": 2}
 """A lost worker shows within two seconds; the longest command must fit 30 (max 20 s)."""

@@ -27,7 +27,7 @@ from toolcalls.activities.processes.command_args import (
 )
 from toolcalls.activities.processes.settings import ProcessSettings
 from toolcalls.worker.config import ConfigError, parse_config
-from toolcalls.workflows.models import CallStatus, ErrorCode, EventKind, PlanInput, PlanOutcome
+from toolcalls.workflows.models.call import CallStatus, ErrorCode, EventKind, PlanInput, PlanOutcome
 
 CODE_LOADING = [
     "LD_PRELOAD",

@@ -27,7 +27,7 @@ from toolcalls.activities.processes.commands import ProcessTools
 from toolcalls.activities.processes.runner import ProcessLedger
 from toolcalls.worker.config import ConfigError, build_catalog, parse_config
 from toolcalls.worker.plugin import build_instances
-from toolcalls.workflows.models import ErrorCode, PlanInput, ToolError
+from toolcalls.workflows.models.call import ErrorCode, PlanInput, ToolError
 
 PYTHON = f"{SYSTEM_PATH.split(':')[0]}/python3"
 PYTHON_REAL = os.path.realpath(PYTHON)

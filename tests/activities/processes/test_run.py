@@ -34,7 +34,7 @@ from toolcalls.activities.processes.runner import (
     ProcessSpec,
     run_process,
 )
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 
 @pytest.fixture

@@ -28,8 +28,8 @@ from tests.support.harness import (
 from tests.support.processes import SYSTEM_PATH, eventually, executable, live_members
 from tests.support.tools import ALL_TOOL_NAMES
 from toolcalls.worker.config import Config
-from toolcalls.workflows.models import CallStatus, ErrorCode, EventKind, Phase, ToolCallResult
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import CallStatus, ErrorCode, EventKind, Phase, ToolCallResult
 
 ALLOW_ALL = {"default_effect": "allow"}
 FAST_HEARTBEAT = {

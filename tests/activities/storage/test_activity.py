@@ -21,7 +21,7 @@ from toolcalls.activities.base import CallContext
 from toolcalls.activities.storage import SQLiteStorage, StorageTools
 from toolcalls.activities.storage.settings import StorageSettings
 from toolcalls.activities.storage.tools import GetValueArgs, SetValueArgs
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 CALL = CallContext("wf", "call", "wf:call", None, None)
 

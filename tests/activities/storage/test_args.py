@@ -26,7 +26,7 @@ from toolcalls.activities.storage.values import (
     decode_value,
     encode_value,
 )
-from toolcalls.workflows.models import ErrorCode, PlanInput, SideEffect
+from toolcalls.workflows.models.call import ErrorCode, PlanInput, SideEffect
 
 
 def nested(depth: int, leaf: Any = 1) -> Any:

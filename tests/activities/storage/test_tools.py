@@ -27,7 +27,7 @@ from toolcalls.activities.storage.tools import (
     SetValueArgs,
 )
 from toolcalls.activities.storage.values import digest
-from toolcalls.workflows.models import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode
 
 CALL = CallContext("wf", "call", "wf:call", None, None)
 MakeTools = Callable[..., StorageTools]

@@ -30,8 +30,8 @@ from toolcalls.activities.storage import SQLiteStorage
 from toolcalls.activities.storage.store import Quota
 from toolcalls.activities.storage.values import encode_value
 from toolcalls.worker.config import Config
-from toolcalls.workflows.models import CallStatus, ErrorCode, ToolCallRequest, ToolCallResult
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import CallStatus, ErrorCode, ToolCallRequest, ToolCallResult
 
 STORAGE_TOOLS = ["get_value", "list_keys", "set_value", "delete_value"]
 

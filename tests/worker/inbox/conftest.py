@@ -13,9 +13,10 @@ from temporalio.client import Client
 from tests.support.payloads import keys
 from tests.worker.inbox.support import INLINE_KEYS_ENV, Visitor, write_deployment
 from toolcalls.worker.config import Config, load_config
-from toolcalls.worker.inbox.app import Inbox, app
+from toolcalls.worker.inbox.app import app
+from toolcalls.worker.inbox.base import Inbox
 from toolcalls.worker.run import build_worker
-from toolcalls.workflows.client import ToolCallClient
+from toolcalls.workflows.reach.client import ToolCallClient
 
 SECRET = b"a test session secret of 32 bytes"
 

@@ -15,7 +15,7 @@ import httpx
 from argon2 import PasswordHasher
 
 from tests.worker.support import write_config
-from toolcalls.workflows.client import PendingCall, ToolCallClient
+from toolcalls.workflows.reach.client import PendingCall, ToolCallClient
 
 PASSWORDS = {
     "alice": "alice-password-1",

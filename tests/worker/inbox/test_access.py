@@ -11,9 +11,10 @@ from temporalio.client import Client
 from tests.support.harness import pending_approval, start_call
 from tests.worker.inbox.conftest import SECRET, Deployment, Visit
 from tests.worker.inbox.support import PASSWORDS, Visitor, buttons, call_path, fast_hash, forms
-from toolcalls.worker.inbox.app import Inbox, app
+from toolcalls.worker.inbox.app import app
+from toolcalls.worker.inbox.base import Inbox
 from toolcalls.worker.inbox.settings import InboxSection, InboxUser
-from toolcalls.workflows.client import ToolCallClient
+from toolcalls.workflows.reach.client import ToolCallClient
 
 
 def set_cookies(response: httpx.Response) -> SimpleCookie:

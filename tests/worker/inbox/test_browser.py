@@ -25,7 +25,7 @@ from tests.worker.inbox.support import PASSWORDS, call_path, write_deployment
 from tests.worker.support import TOOLCALLS, Spawned, free_port, hermetic_env
 from toolcalls.worker.config import load_config
 from toolcalls.worker.run import build_worker
-from toolcalls.workflows.models import CallStatus, ErrorCode
+from toolcalls.workflows.models.call import CallStatus, ErrorCode
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

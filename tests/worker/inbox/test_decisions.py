@@ -29,18 +29,18 @@ from tests.worker.inbox.support import (
 )
 from toolcalls.worker.plugin import sandbox_runner
 from toolcalls.worker.run import build_worker
-from toolcalls.workflows.client import ToolCallClient
-from toolcalls.workflows.grants import Grant
-from toolcalls.workflows.models import (
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.approval import GrantScope
+from toolcalls.workflows.models.call import (
     WORKFLOW_NAME,
     CallStatus,
     CapabilityPolicy,
     Effect,
     ErrorCode,
-    GrantScope,
     ToolCallRequest,
 )
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.grant import Grant
+from toolcalls.workflows.reach.client import ToolCallClient
 
 
 @workflow.defn(name=WORKFLOW_NAME, sandboxed=False)

@@ -11,9 +11,9 @@ from temporalio.client import Client
 from tests.support.harness import pending_approval, pending_question, start_call
 from tests.worker.inbox.conftest import Deployment, Visit
 from tests.worker.inbox.support import call_path
-from toolcalls.worker.inbox.app import environment
+from toolcalls.worker.inbox.base import environment
 from toolcalls.worker.inbox.rendering import preview
-from toolcalls.workflows.models import PreviewArtifact
+from toolcalls.workflows.models.approval import PreviewArtifact
 
 HOSTILE = '<script>alert("pwned")</script><img src=x onerror="alert(1)">'
 

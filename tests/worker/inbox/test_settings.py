@@ -14,9 +14,9 @@ from tests.worker.support import write_config
 from toolcalls.worker.config import ConfigError, load_config, parse_config
 from toolcalls.worker.inbox.settings import InboxUser, with_inbox_groups
 from toolcalls.worker.run import build_worker
-from toolcalls.workflows.approvers import ApproversSettings
-from toolcalls.workflows.models import CallStatus
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import CallStatus
+from toolcalls.workflows.rules.approvers import ApproversSettings
 
 
 def inbox(**section: Any) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from temporalio.client import Client
 from tests.support.harness import running_worker
 from tests.worker.mcp.support import Deployment, Open, Recorder, stdio_session
 from toolcalls.worker.config import load_config
-from toolcalls.workflows.client import ToolCallClient
+from toolcalls.workflows.reach.client import ToolCallClient
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from temporalio.client import Client
 
 from tests.worker.mcp.support import Deployment, Recorder, accept, text_of, workflow_of
 from tests.worker.support import Spawn, free_port, hermetic_env
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 
 TOKEN = "mcp-test-token-0123456789abcdef"
 INITIALIZE = {

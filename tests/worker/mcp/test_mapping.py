@@ -24,14 +24,8 @@ from toolcalls.worker.mcp.front import IDEMPOTENCY_KEY, MAX_KEY_CHARS, call_work
 from toolcalls.worker.mcp.results import call_result
 from toolcalls.worker.mcp.server import identity
 from toolcalls.worker.mcp.tools import output_schema, tool_annotations
-from toolcalls.workflows.models import (
-    ApprovalRequest,
-    CallStatus,
-    ErrorCode,
-    PreviewArtifact,
-    ToolCallResult,
-    ToolError,
-)
+from toolcalls.workflows.models.approval import ApprovalRequest, PreviewArtifact
+from toolcalls.workflows.models.call import CallStatus, ErrorCode, ToolCallResult, ToolError
 
 SPECS = {spec.name: spec for spec in BUILTIN_TOOLS}
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)

@@ -13,8 +13,8 @@ from tests.support.harness import running_worker
 from tests.worker.mcp.support import USER, Deployment, Open, Recorder, accept, text_of, workflow_of
 from tests.worker.support import command
 from toolcalls.worker.config import load_config
-from toolcalls.workflows.models import CallStatus
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import CallStatus
 
 SET = ("set_value", {"key": "colour", "value": '"blue"'})
 

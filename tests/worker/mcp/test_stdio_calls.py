@@ -17,7 +17,7 @@ from tests.support.harness import running_worker
 from tests.worker.mcp.support import TOOLS, USER, Deployment, Open, Recorder, text_of, workflow_of
 from tests.worker.support import TOOLCALLS, command, hermetic_env
 from toolcalls.worker.config import build_catalog, load_config
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 
 
 async def test_lists_the_enabled_tools_with_schemas_and_annotations(

@@ -24,8 +24,8 @@ from tests.worker.mcp.support import (
     workflow_of,
 )
 from tests.worker.support import command
-from toolcalls.workflows.models import CallStatus, ErrorCode
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import CallStatus, ErrorCode
 
 
 async def test_ask_user_is_answered_through_elicitation(session: Open, worker: None) -> None:

@@ -21,7 +21,7 @@ from toolcalls.worker.payloads.codec import (
 )
 from toolcalls.worker.payloads.converter import data_converter
 from toolcalls.worker.payloads.keys import KeysError, load_keys, parse_keys
-from toolcalls.workflows.models import ToolCallRequest
+from toolcalls.workflows.models.call import ToolCallRequest
 
 SECRET = "the quarterly numbers are 42"
 

@@ -15,7 +15,7 @@ from tests.support.payloads import ENCRYPTED, decoded_data, key_line, metadata, 
 from tests.worker.payloads.conftest import KEYS_ENV, Deployed, Deployment
 from tests.worker.support import one_line
 from toolcalls.worker.devserver import temporal_binary
-from toolcalls.workflows.models import CallStatus, ToolCallResult
+from toolcalls.workflows.models.call import CallStatus, ToolCallResult
 
 SECRET_TEXT = "launch codes: 0000 (do not share)"
 

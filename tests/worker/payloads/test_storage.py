@@ -28,8 +28,8 @@ from tests.worker.support import free_port, one_line, toolcalls, write_config
 from toolcalls.worker.config import parse_config
 from toolcalls.worker.payloads.converter import data_converter
 from toolcalls.worker.payloads.storage import LocalStorageDriver, PayloadStoreError
-from toolcalls.workflows.limits import check_request
-from toolcalls.workflows.models import CallStatus, ToolCallRequest, ToolCallResult
+from toolcalls.workflows.models.call import CallStatus, ToolCallRequest, ToolCallResult
+from toolcalls.workflows.models.limits import check_request
 
 CLAIM = "temporal.api.sdk.v1.ExternalStorageReference"
 STORE = """

@@ -20,7 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from tests.worker.support import Spawn, hermetic_env, toolcalls, write_config
 from toolcalls.worker.telemetry.tracing import tracing_configured
-from toolcalls.workflows import telemetry
+from toolcalls.workflows.call import telemetry
 
 EXPORT_TIMEOUT = 30
 """Seconds for the spans to arrive: generous, to catch a hang."""

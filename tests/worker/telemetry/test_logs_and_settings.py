@@ -138,7 +138,7 @@ def test_text_stays_the_default_format() -> None:
 def test_the_docs_list_every_metric_span_and_log_field() -> None:
     from toolcalls.activities import telemetry as activity_metrics
     from toolcalls.worker.telemetry.logs import CALL_FIELDS, SDK_FIELDS
-    from toolcalls.workflows import telemetry as workflow_metrics
+    from toolcalls.workflows.call import telemetry as workflow_metrics
 
     page = (Path(__file__).resolve().parents[3] / "docs/observability.md").read_text("utf-8")
     histograms = {workflow_metrics.APPROVAL_WAIT, activity_metrics.TOOL_DURATION}

@@ -27,10 +27,10 @@ from tests.worker.telemetry.support import (
     total,
     until,
 )
-from toolcalls.workflows.client import ToolCallClient
-from toolcalls.workflows.client_base import Handle
-from toolcalls.workflows.models import CallStatus, CapabilityPolicy, Effect, ToolCallRequest
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import CallStatus, CapabilityPolicy, Effect, ToolCallRequest
+from toolcalls.workflows.reach.client import ToolCallClient
+from toolcalls.workflows.reach.client_base import Handle
 
 DASHBOARD = Path(__file__).resolve().parents[3] / "docker/grafana/dashboards/toolcalls.json"
 APPROVE = CapabilityPolicy(tools={"calculator": Effect.REQUIRE_APPROVAL})

@@ -22,15 +22,10 @@ from temporalio.worker import Worker
 from tests.support.harness import make_config, pending_approval, running_worker
 from tests.support.parents import AgentParent, ParentInput
 from toolcalls.worker.plugin import ToolCallsPlugin, sandbox_runner
-from toolcalls.workflows import telemetry
-from toolcalls.workflows.client import ToolCallClient
-from toolcalls.workflows.models import (
-    ApprovalDecision,
-    CallStatus,
-    CapabilityPolicy,
-    Effect,
-    ToolCallRequest,
-)
+from toolcalls.workflows.call import telemetry
+from toolcalls.workflows.models.approval import ApprovalDecision
+from toolcalls.workflows.models.call import CallStatus, CapabilityPolicy, Effect, ToolCallRequest
+from toolcalls.workflows.reach.client import ToolCallClient
 
 SECRET = "1234567 + 7654321"
 """An argument no span may carry, nor its result."""

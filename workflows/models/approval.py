@@ -1,7 +1,7 @@
 """Wire models of approvals: what a human is asked, what they decide, what is recorded.
 
-Part of ``toolcalls.workflows.models`` (which re-exports every name here); kept apart to keep both
-short.
+Beside the models of a call (``toolcalls.workflows.models.call``), which hold these in their
+requests, plans and results; kept apart to keep both short.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ class Prepared(_Model):
 
 class ApprovalRule(_Model):
     """Who may decide one call and how, fixed at plan time from the deployment's ``[approvers]``
-    (``toolcalls.workflows.approvers``); absent from a plan, anyone may decide with one approval."""
+    (``toolcalls.workflows.rules.approvers``); absent from a plan, anyone may decide with one
+    approval."""
 
     rules: list[str] = Field(default_factory=list)
     """The ``[approvers.rules]`` keys that matched."""

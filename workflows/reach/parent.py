@@ -18,9 +18,9 @@ before the child starts; a call the plan refuses (unknown tool, invalid argument
 without a child.
 
 With ``inline=True`` (for the helper, or per call) a call runs inside this workflow instead
-(``toolcalls.workflows.inline``): the same plan, policy, approval wait and result, decided through
-this workflow's ``toolcalls.inline.*`` handlers, with no child; a call the inline path cannot carry
-(the deployment's ceiling holds it for approval, say) still runs as a child. The id
+(``toolcalls.workflows.call.inline``): the same plan, policy, approval wait and result, decided
+through this workflow's ``toolcalls.inline.*`` handlers, with no child; a call the inline path
+cannot carry (the deployment's ceiling holds it for approval, say) still runs as a child. The id
 ``"{parent_workflow_id}/tools/{call_id}"`` names it either way.
 
 The parent's worker encodes each child's request and decodes its result, so its client needs the
@@ -46,16 +46,9 @@ from temporalio.exceptions import (
     WorkflowAlreadyStartedError,
 )
 
-from toolcalls.workflows.inline import InlineCall, NeedsChild
-from toolcalls.workflows.inline_host import InlineHost
-from toolcalls.workflows.inline_models import inline_workflow_id
-from toolcalls.workflows.limits import (
-    CODEC_MARGIN_BYTES,
-    PAYLOAD_LIMIT_BYTES,
-    encoded_size,
-    oversized_request,
-)
-from toolcalls.workflows.models import (
+from toolcalls.workflows.call.inline import InlineCall, NeedsChild
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import (
     DEFAULT_APPROVAL_TIMEOUT,
     DEFAULT_TASK_QUEUE,
     DEFINITIONS_ACTIVITY,
@@ -71,14 +64,21 @@ from toolcalls.workflows.models import (
     ToolCallResult,
     ToolError,
 )
-from toolcalls.workflows.parent_parts import (
+from toolcalls.workflows.models.inline import inline_workflow_id
+from toolcalls.workflows.models.limits import (
+    CODEC_MARGIN_BYTES,
+    PAYLOAD_LIMIT_BYTES,
+    encoded_size,
+    oversized_request,
+)
+from toolcalls.workflows.reach.inline_host import InlineHost
+from toolcalls.workflows.reach.parent_parts import (
     MadeCall,
     Turn,
     already_started,
     child_failed,
     local_result,
 )
-from toolcalls.workflows.tool_call import ToolCallWorkflow
 
 PLAN_START_TIMEOUT = timedelta(seconds=30)
 PLAN_TIMEOUT = timedelta(seconds=10)
@@ -135,8 +135,8 @@ class ToolCalls:
             profile: the deployment profile every call is held to (``[profiles.NAME]``); a
                 request naming another one is refused without starting anything.
             inline: run calls inside this workflow rather than as child workflows (see
-                ``toolcalls.workflows.inline``); ``call`` and ``call_many`` may choose otherwise
-                per call.
+                ``toolcalls.workflows.call.inline``); ``call`` and ``call_many`` may choose
+                otherwise per call.
         """
         self.task_queue = task_queue
         self.policy = policy

@@ -32,20 +32,10 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from toolcalls.workflows.client_base import (
-    ClientBase,
-    Handle,
-    Inline,
-    pydantic_converter,
-    with_pydantic_converter,
-)
-from toolcalls.workflows.client_inline import pending_calls
-from toolcalls.workflows.definitions import DefinitionsWorkflow
-from toolcalls.workflows.finished import list_finished
-from toolcalls.workflows.grant_client import list_grants, revoke_grant
-from toolcalls.workflows.grants import Grant, Revocation
-from toolcalls.workflows.limits import PayloadTooLarge, check_request
-from toolcalls.workflows.models import (
+from toolcalls.workflows.call.definitions import DefinitionsWorkflow
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.approval import ApprovalRequest
+from toolcalls.workflows.models.call import (
     DEFAULT_TASK_QUEUE,
     MEMO_PENDING_APPROVAL,
     MEMO_PENDING_QUESTION,
@@ -54,7 +44,6 @@ from toolcalls.workflows.models import (
     SEARCH_STATUS,
     SEARCH_TOOL,
     WORKFLOW_NAME,
-    ApprovalRequest,
     CallState,
     Definitions,
     DefinitionsRequest,
@@ -63,8 +52,9 @@ from toolcalls.workflows.models import (
     ToolCallResult,
     UserQuestion,
 )
-from toolcalls.workflows.tool_call import ToolCallWorkflow
-from toolcalls.workflows.views import (
+from toolcalls.workflows.models.grant import Grant, Revocation
+from toolcalls.workflows.models.limits import PayloadTooLarge, check_request
+from toolcalls.workflows.models.views import (
     CallConflict,
     CallNotFound,
     CallView,
@@ -78,6 +68,16 @@ from toolcalls.workflows.views import (
     finished_state,
     model_or_none,
 )
+from toolcalls.workflows.reach.client_base import (
+    ClientBase,
+    Handle,
+    Inline,
+    pydantic_converter,
+    with_pydantic_converter,
+)
+from toolcalls.workflows.reach.client_inline import pending_calls
+from toolcalls.workflows.reach.finished import list_finished
+from toolcalls.workflows.reach.grant_client import list_grants, revoke_grant
 
 PLAN_WAIT = timedelta(seconds=30)
 """How long ``planned`` waits for a worker that serves the call to plan it."""

@@ -33,14 +33,13 @@ from temporalio.exceptions import (
     TimeoutError as ActivityTimeoutError,
 )
 
-from toolcalls.workflows import policy
-from toolcalls.workflows.call_parts import _Ended
-from toolcalls.workflows.inline_models import InlinePending, inline_workflow_id
-from toolcalls.workflows.models import (
+from toolcalls.workflows.call.parts import _Ended
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.approval import DecisionInput
+from toolcalls.workflows.models.call import (
     PLAN_ACTIVITY,
     CallPlan,
     CallStatus,
-    DecisionInput,
     Effect,
     ErrorCode,
     ExecuteInput,
@@ -52,7 +51,8 @@ from toolcalls.workflows.models import (
     ToolCallResult,
     ToolError,
 )
-from toolcalls.workflows.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.inline import InlinePending, inline_workflow_id
+from toolcalls.workflows.rules import policy
 
 PLAN_START_TIMEOUT = timedelta(seconds=30)
 """How long an inline plan may wait for a deployment worker: then the tool is unavailable."""

@@ -1,9 +1,9 @@
 """What every front's client does with a call once it exists: find a worker, decide, answer.
 
-``ClientBase`` is the part of ``ToolCallClient`` (``toolcalls.workflows.client``) that reaches one
-call: ``decide`` uses the ``decide`` update when a worker serves the call (so a rejected decision
-comes back with the validator's reason) and the signal when none does (the decision is queued and
-applied when a worker returns).
+``ClientBase`` is the part of ``ToolCallClient`` (``toolcalls.workflows.reach.client``) that reaches
+one call: ``decide`` uses the ``decide`` update when a worker serves the call (so a rejected
+decision comes back with the validator's reason) and the signal when none does (the decision is
+queued and applied when a worker returns).
 """
 
 from __future__ import annotations
@@ -32,40 +32,35 @@ from temporalio.converter import DataConverter
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from toolcalls.workflows.client_inline import (
-    CALL_ENDED,
-    NO_ANSWER,
-    InlineRef,
-    InlineRoutes,
-    inline_ref,
-    queue_signal,
-    signal_after_timeout,
-    update_reason,
-)
-from toolcalls.workflows.deadlines import LATE_UPDATE, deliver_by_id
-from toolcalls.workflows.limits import check_payload
-from toolcalls.workflows.models import (
-    DEFAULT_TASK_QUEUE,
-    MEMO_PENDING_APPROVAL,
-    MEMO_PENDING_QUESTION,
+from toolcalls.workflows.call.deadlines import LATE_UPDATE, deliver_by_id
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.approval import (
     ApprovalDecision,
     ApprovalRecord,
     ApprovalRequest,
-    AskUserOutput,
-    CallState,
     DecisionInput,
     EditProposal,
     GrantTerms,
+)
+from toolcalls.workflows.models.call import (
+    DEFAULT_TASK_QUEUE,
+    MEMO_PENDING_APPROVAL,
+    MEMO_PENDING_QUESTION,
+    AskUserOutput,
+    CallState,
     ToolCallResult,
     UserAnswer,
     UserQuestion,
 )
-from toolcalls.workflows.tool_call import ToolCallWorkflow
-from toolcalls.workflows.views import (
-    Delivery,
-    NoPendingRequest,
-    Outcome,
-    model_or_none,
+from toolcalls.workflows.models.limits import check_payload
+from toolcalls.workflows.models.views import Delivery, NoPendingRequest, Outcome, model_or_none
+from toolcalls.workflows.reach.client_inline import InlineRef, InlineRoutes, inline_ref
+from toolcalls.workflows.reach.delivery import (
+    CALL_ENDED,
+    NO_ANSWER,
+    queue_signal,
+    signal_after_timeout,
+    update_reason,
 )
 
 POLLER_FRESHNESS = timedelta(minutes=1)
@@ -187,7 +182,7 @@ class ClientBase:
         try:
             return handle, await handle.describe()
         except RPCError as exc:
-            raise Inline(inline_ref(self, workflow_id, exc)) from None
+            raise Inline(inline_ref(self.client, workflow_id, exc)) from None
 
     async def decide(self, workflow_id: str, decision: ApprovalDecision) -> Outcome:
         """Send a decision: the update when a worker serves the call, else the signal."""

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.converter import DataConverter
 
-from toolcalls.workflows.models import ErrorCode, ToolCallRequest, ToolError
+from toolcalls.workflows.models.call import ErrorCode, ToolCallRequest, ToolError
 
 PAYLOAD_LIMIT_BYTES = 2 * 1024 * 1024
 """Temporal's default blob size limit (``limit.blobSize.error``), per payload-bearing field."""

@@ -1,6 +1,6 @@
-"""What ``ToolCalls`` (``toolcalls.workflows.parent``) keeps beside its calls: each call's turn in
-the budget's order, the calls made so far, and the results it makes itself, for a call that ended
-without (or beyond) its child or inline run."""
+"""What ``ToolCalls`` (``toolcalls.workflows.reach.parent``) keeps beside its calls: each call's
+turn in the budget's order, the calls made so far, and the results it makes itself, for a call that
+ended without (or beyond) its child or inline run."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from temporalio.exceptions import (
     TimeoutError as TemporalTimeoutError,
 )
 
-from toolcalls.workflows.models import (
+from toolcalls.workflows.models.call import (
     CallEvent,
     CallStatus,
     ErrorCode,

@@ -16,11 +16,11 @@ from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError, CancelledError
 
-from toolcalls.workflows import policy, telemetry
-from toolcalls.workflows.approval_flow import ApprovalFlow
-from toolcalls.workflows.call_parts import _STATUS_FOR_CODE, _Ended
-from toolcalls.workflows.deadlines import refuse_late
-from toolcalls.workflows.models import (
+from toolcalls.workflows.call import telemetry
+from toolcalls.workflows.call.approval_flow import ApprovalFlow
+from toolcalls.workflows.call.deadlines import refuse_late
+from toolcalls.workflows.call.parts import _STATUS_FOR_CODE, _Ended
+from toolcalls.workflows.models.call import (
     MAX_ANSWER_CHARS,
     MEMO_PENDING_QUESTION,
     WORKFLOW_NAME,
@@ -39,6 +39,7 @@ from toolcalls.workflows.models import (
     UserAnswer,
     UserQuestion,
 )
+from toolcalls.workflows.rules import policy
 
 
 @workflow.defn(

@@ -12,15 +12,13 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from toolcalls.workflows.models import (
+from toolcalls.workflows.models.approval import (
     ApprovalDecision,
     ApprovalRequest,
     DecisionInput,
     EditProposal,
-    Phase,
-    UserAnswer,
-    UserQuestion,
 )
+from toolcalls.workflows.models.call import Phase, UserAnswer, UserQuestion
 
 INLINE_DECIDE = "toolcalls.inline.decide"
 """Update: an ``InlineDecision``; returns the ``ApprovalRecord``."""

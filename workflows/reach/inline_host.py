@@ -21,8 +21,20 @@ from typing import Any, TypeVar, cast
 from pydantic import BaseModel
 from temporalio import workflow
 
-from toolcalls.workflows.inline import InlineCall
-from toolcalls.workflows.inline_models import (
+from toolcalls.workflows.call.inline import InlineCall
+from toolcalls.workflows.models.approval import (
+    ApprovalDecision,
+    ApprovalRecord,
+    ApprovalRequest,
+    EditProposal,
+)
+from toolcalls.workflows.models.call import (
+    SEARCH_INLINE_WAITING,
+    AskUserOutput,
+    CallState,
+    UserAnswer,
+)
+from toolcalls.workflows.models.inline import (
     INLINE_ANSWER,
     INLINE_ANSWER_SIGNAL,
     INLINE_APPROVE,
@@ -36,17 +48,7 @@ from toolcalls.workflows.inline_models import (
     InlineEdit,
     InlinePending,
 )
-from toolcalls.workflows.limits import encoded_size
-from toolcalls.workflows.models import (
-    SEARCH_INLINE_WAITING,
-    ApprovalDecision,
-    ApprovalRecord,
-    ApprovalRequest,
-    AskUserOutput,
-    CallState,
-    EditProposal,
-    UserAnswer,
-)
+from toolcalls.workflows.models.limits import encoded_size
 
 MAX_LISTED = 50
 """Inline calls listed in the memo at most; ``ToolCallsWaiting`` counts every one."""

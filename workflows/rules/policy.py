@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from toolcalls.workflows.models import CapabilityPolicy, Effect, Verdict
+from toolcalls.workflows.models.call import CapabilityPolicy, Effect, Verdict
 
 _RANK = {Effect.ALLOW: 0, Effect.REQUIRE_APPROVAL: 1, Effect.DENY: 2}
 

@@ -10,16 +10,15 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 from temporalio.client import WorkflowHandle
 
-from toolcalls.workflows.limits import PayloadTooLarge
-from toolcalls.workflows.models import (
-    ApprovalRecord,
-    ApprovalRequest,
+from toolcalls.workflows.models.approval import ApprovalRecord, ApprovalRequest
+from toolcalls.workflows.models.call import (
     AskUserOutput,
     CallState,
     Phase,
     ToolCallResult,
     UserQuestion,
 )
+from toolcalls.workflows.models.limits import PayloadTooLarge
 
 __all__ = [
     "CallConflict",

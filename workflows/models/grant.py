@@ -1,4 +1,5 @@
-"""Standing grants: an approval remembered for later calls, as a workflow of its own.
+"""Wire models and names of standing grants: an approval remembered for later calls, as a
+workflow of its own (``toolcalls.workflows.call.grants``).
 
 A decision that says ``remember`` makes its ``ToolCallWorkflow`` start a ``ToolCallGrant`` child
 workflow holding the grant's terms in its memo; the grant lives until it expires or is revoked
@@ -10,13 +11,11 @@ memo, but only workflow code can start a child. Nothing a request carries can gr
 
 from __future__ import annotations
 
-import contextlib
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
-from temporalio import workflow
 
-from toolcalls.workflows.models import MAX_APPROVER_CHARS, MAX_REASON_CHARS, GrantScope
+from toolcalls.workflows.models.approval import MAX_APPROVER_CHARS, MAX_REASON_CHARS, GrantScope
 
 GRANT_WORKFLOW = "ToolCallGrant"
 FIND_GRANT_ACTIVITY = "toolcalls.grants.find"
@@ -84,31 +83,3 @@ def scope_key(scope: GrantScope, parent_id: str | None) -> str:
 
 def grant_workflow_id(request_id: str) -> str:
     return f"toolcalls-grant-{request_id}"
-
-
-@workflow.defn(name=GRANT_WORKFLOW)
-class GrantWorkflow:
-    """Holds one grant until it expires or is revoked."""
-
-    def __init__(self) -> None:
-        self._revocation: Revocation | None = None
-
-    @workflow.run
-    async def run(self, grant: Grant) -> GrantEnd:
-        left = grant.expires_at - workflow.now()
-        if left > timedelta(0):
-            with contextlib.suppress(TimeoutError):
-                await workflow.wait_condition(lambda: self._revocation is not None, timeout=left)
-        if self._revocation is None:
-            return GrantEnd(grant_id=grant.grant_id, ended="expired")
-        return GrantEnd(
-            grant_id=grant.grant_id,
-            ended="revoked",
-            revoked_by=self._revocation.by,
-            reason=self._revocation.reason,
-        )
-
-    @workflow.signal
-    def revoke(self, revocation: Revocation) -> None:
-        if self._revocation is None:
-            self._revocation = revocation

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 from temporalio.client import Client
 
-from toolcalls.workflows.models import SEARCH_TOOL, WORKFLOW_NAME
-from toolcalls.workflows.views import FinishedCall
+from toolcalls.workflows.models.call import SEARCH_TOOL, WORKFLOW_NAME
+from toolcalls.workflows.models.views import FinishedCall
 
 FINISHED_QUERY = f'WorkflowType = "{WORKFLOW_NAME}" AND ExecutionStatus = "Completed"'
 """A call's workflow completes whatever became of the call; one that did not (terminated, say)

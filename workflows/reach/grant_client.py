@@ -5,9 +5,10 @@ from __future__ import annotations
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from toolcalls.workflows.grants import GRANT_WORKFLOW, MEMO_GRANT, Grant, GrantWorkflow, Revocation
-from toolcalls.workflows.models import SEARCH_TOOL
-from toolcalls.workflows.views import NoPendingRequest
+from toolcalls.workflows.call.grants import GrantWorkflow
+from toolcalls.workflows.models.call import SEARCH_TOOL
+from toolcalls.workflows.models.grant import GRANT_WORKFLOW, MEMO_GRANT, Grant, Revocation
+from toolcalls.workflows.models.views import NoPendingRequest
 
 
 async def list_grants(client: Client, *, tool: str | None = None) -> list[Grant]:

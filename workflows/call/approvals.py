@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from toolcalls.workflows.models import (
+from toolcalls.workflows.models.approval import (
     ApprovalRecord,
     ApprovalRequest,
     ApprovalRule,

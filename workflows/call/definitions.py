@@ -13,7 +13,7 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-from toolcalls.workflows.models import (
+from toolcalls.workflows.models.call import (
     DEFINITIONS_ACTIVITY,
     DEFINITIONS_WORKFLOW,
     Definitions,

@@ -1,6 +1,6 @@
 """Standing grants and notifications of ``ToolCallWorkflow``'s approval wait.
 
-``GrantsAndNotices`` is a part of the one workflow class (see ``toolcalls.workflows.call_base``):
+``GrantsAndNotices`` is a part of the one workflow class (see ``toolcalls.workflows.call.base``):
 looking up a grant that approves a call, starting the grant a remembered decision asks for, and
 posting to the deployment's webhooks beside the wait.
 """
@@ -17,28 +17,26 @@ from temporalio.common import RetryPolicy, SearchAttributePair, TypedSearchAttri
 from temporalio.exceptions import ActivityError
 from temporalio.workflow import ParentClosePolicy
 
-from toolcalls.workflows.call_base import CallBase
-from toolcalls.workflows.grants import (
+from toolcalls.workflows.call.base import CallBase
+from toolcalls.workflows.call.grants import GrantWorkflow
+from toolcalls.workflows.models.approval import ApprovalRecord, DecisionInput, PreviewArtifact
+from toolcalls.workflows.models.call import (
+    NOTIFY_ACTIVITY,
+    SEARCH_GRANT_SCOPE,
+    SEARCH_STATUS,
+    SEARCH_TOOL,
+    CallPlan,
+    EventKind,
+    Notification,
+)
+from toolcalls.workflows.models.grant import (
     FIND_GRANT_ACTIVITY,
     MEMO_GRANT,
     FoundGrant,
     Grant,
     GrantQuery,
-    GrantWorkflow,
     grant_workflow_id,
     scope_key,
-)
-from toolcalls.workflows.models import (
-    NOTIFY_ACTIVITY,
-    SEARCH_GRANT_SCOPE,
-    SEARCH_STATUS,
-    SEARCH_TOOL,
-    ApprovalRecord,
-    CallPlan,
-    DecisionInput,
-    EventKind,
-    Notification,
-    PreviewArtifact,
 )
 
 FIND_GRANT_TIMEOUT = timedelta(seconds=10)
@@ -55,7 +53,8 @@ class GrantsAndNotices(CallBase):
     _notifications: list[asyncio.Task[None]]
     _notify_queue: str | None = None
     """The notification activity's task queue; ``None``: this workflow's own (the deployment's).
-    A call run inside another workflow (``toolcalls.workflows.inline``) names the deployment's."""
+    A call run inside another workflow (``toolcalls.workflows.call.inline``) names the
+    deployment's."""
 
     # Grants ---------------------------------------------------------------------------------
 

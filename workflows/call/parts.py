@@ -10,7 +10,7 @@ from typing import Any
 
 from temporalio.exceptions import TimeoutType
 
-from toolcalls.workflows.models import CallStatus, ErrorCode, ToolCallRequest, ToolCallResult
+from toolcalls.workflows.models.call import CallStatus, ErrorCode, ToolCallRequest, ToolCallResult
 
 _STATUS_FOR_CODE = {
     ErrorCode.POLICY_DENIED: CallStatus.DENIED,

@@ -14,8 +14,8 @@ from datetime import timedelta
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from toolcalls.workflows import policy
-from toolcalls.workflows.models import MAX_APPROVER_CHARS, ApprovalRule
+from toolcalls.workflows.models.approval import MAX_APPROVER_CHARS, ApprovalRule
+from toolcalls.workflows.rules import policy
 
 MAX_APPROVALS = 10
 MAX_NAMES = 1_000

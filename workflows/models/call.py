@@ -14,26 +14,18 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio.common import SearchAttributeKey
 
-from toolcalls.workflows.approval_models import (
-    MAX_APPROVER_CHARS as MAX_APPROVER_CHARS,
-    MAX_REASON_CHARS as MAX_REASON_CHARS,
-    ApprovalDecision as ApprovalDecision,
-    ApprovalRecord as ApprovalRecord,
-    ApprovalRequest as ApprovalRequest,
-    ApprovalRule as ApprovalRule,
-    ArgumentEdit as ArgumentEdit,
-    DecisionInput as DecisionInput,
-    EditProposal as EditProposal,
-    GrantScope as GrantScope,
-    GrantTerms as GrantTerms,
-    Prepared as Prepared,
-    PreviewArtifact as PreviewArtifact,
+from toolcalls.workflows.models.approval import (
+    MAX_APPROVER_CHARS,
+    ApprovalRecord,
+    ApprovalRequest,
+    ApprovalRule,
+    ArgumentEdit,
 )
 
 WORKFLOW_NAME = "ToolCallWorkflow"
 PLAN_ACTIVITY = "toolcalls.plan"
 """The plan local activity; besides it the workflow knows tool names, ``NOTIFY_ACTIVITY`` and the
-grant lookup (``toolcalls.workflows.grants``)."""
+grant lookup (``toolcalls.workflows.models.grant``)."""
 NOTIFY_ACTIVITY = "toolcalls.notify"
 DEFINITIONS_ACTIVITY = "toolcalls.definitions"
 DEFINITIONS_WORKFLOW = "ToolDefinitions"
@@ -50,11 +42,11 @@ SEARCH_STATUS = SearchAttributeKey.for_keyword("ToolCallStatus")
 SEARCH_TOOL = SearchAttributeKey.for_keyword("ToolName")
 SEARCH_CAPABILITIES = SearchAttributeKey.for_keyword_list("ToolCapabilities")
 SEARCH_GRANT_SCOPE = SearchAttributeKey.for_keyword("ToolCallGrantScope")
-"""Of a standing grant (``toolcalls.workflows.grants``): ``deployment`` or ``parent:<workflow
+"""Of a standing grant (``toolcalls.workflows.models.grant``): ``deployment`` or ``parent:<workflow
 id>``."""
 SEARCH_INLINE_WAITING = SearchAttributeKey.for_int("ToolCallsWaiting")
 """Of a parent workflow: how many of its inline calls wait for a human
-(``toolcalls.workflows.inline``)."""
+(``toolcalls.workflows.call.inline``)."""
 SEARCH_ATTRIBUTES = (
     SEARCH_STATUS,
     SEARCH_TOOL,
@@ -149,7 +141,8 @@ class CapabilityPolicy(_Model):
     A rule key is a capability (``filesystem.write``) or a prefix rule (``filesystem.*``). The most
     specific matching rule decides a capability; ``default_effect`` decides the rest. ``tools``
     adds an effect for a tool by name, which is how a tool without capabilities (``calculator``)
-    can be made to require approval. See ``toolcalls.workflows.policy`` for how policies combine.
+    can be made to require approval. See ``toolcalls.workflows.rules.policy`` for how policies
+    combine.
     """
 
     rules: dict[str, Effect] = Field(default_factory=dict)

@@ -21,30 +21,33 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
-from toolcalls.workflows import policy, telemetry
-from toolcalls.workflows.approvals import Approvals, allowed_names
-from toolcalls.workflows.call_parts import _Ended
-from toolcalls.workflows.deadlines import refuse_late
-from toolcalls.workflows.grants_and_notices import GrantsAndNotices, _short
-from toolcalls.workflows.models import (
-    MEMO_PENDING_APPROVAL,
+from toolcalls.workflows.call import telemetry
+from toolcalls.workflows.call.approvals import Approvals, allowed_names
+from toolcalls.workflows.call.deadlines import refuse_late
+from toolcalls.workflows.call.grants_and_notices import GrantsAndNotices, _short
+from toolcalls.workflows.call.parts import _Ended
+from toolcalls.workflows.models.approval import (
     ApprovalDecision,
     ApprovalRecord,
     ApprovalRequest,
     ArgumentEdit,
-    CallPlan,
-    CallStatus,
     DecisionInput,
     EditProposal,
+    GrantScope,
+    Prepared,
+    PreviewArtifact,
+)
+from toolcalls.workflows.models.call import (
+    MEMO_PENDING_APPROVAL,
+    CallPlan,
+    CallStatus,
     Effect,
     ErrorCode,
     EventKind,
-    GrantScope,
     Phase,
-    Prepared,
-    PreviewArtifact,
     prepare_activity_name,
 )
+from toolcalls.workflows.rules import policy
 
 FIND_GRANT_TIMEOUT = timedelta(seconds=10)
 NOTIFY_TIMEOUT = timedelta(seconds=30)

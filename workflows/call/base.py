@@ -1,9 +1,9 @@
 """What every step of ``ToolCallWorkflow`` shares: its state, planning, running an activity,
 the event log, the visibility writes and the one place a result is made.
 
-``ToolCallWorkflow`` (``toolcalls.workflows.tool_call``) is this plus the approval wait
-(``toolcalls.workflows.approval_flow``), the question and the handlers; the split only keeps each
-module short, the workflow is one class.
+``ToolCallWorkflow`` (``toolcalls.workflows.call.tool_call``) is this plus the approval wait
+(``toolcalls.workflows.call.approval_flow``), the question and the handlers; the split only keeps
+each module short, the workflow is one class.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from temporalio.exceptions import (
     TimeoutType,
 )
 
-from toolcalls.workflows import telemetry
-from toolcalls.workflows.approvals import Approvals
-from toolcalls.workflows.call_parts import (
+from toolcalls.workflows.call import telemetry
+from toolcalls.workflows.call.approvals import Approvals
+from toolcalls.workflows.call.parts import (
     _STATUS_FOR_CODE,
     _deadline,
     _Ended,
@@ -34,16 +34,14 @@ from toolcalls.workflows.call_parts import (
     _name,
     _non_finite,
 )
-from toolcalls.workflows.models import (
+from toolcalls.workflows.models.approval import ApprovalRecord, ApprovalRequest, ArgumentEdit
+from toolcalls.workflows.models.call import (
     MEMO_PENDING_APPROVAL,
     MEMO_PENDING_QUESTION,
     PLAN_ACTIVITY,
     SEARCH_CAPABILITIES,
     SEARCH_STATUS,
     SEARCH_TOOL,
-    ApprovalRecord,
-    ApprovalRequest,
-    ArgumentEdit,
     CallEvent,
     CallPlan,
     CallStatus,

@@ -24,7 +24,8 @@ from typing import Any
 
 from temporalio import workflow
 
-from toolcalls.workflows.models import ApprovalRecord, CallPlan, ErrorCode, ToolCallResult
+from toolcalls.workflows.models.approval import ApprovalRecord
+from toolcalls.workflows.models.call import CallPlan, ErrorCode, ToolCallResult
 
 try:
     from temporalio.contrib.opentelemetry import TracingWorkflowInboundInterceptor

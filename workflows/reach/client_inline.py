@@ -11,13 +11,14 @@ query) and, without one, says what the memo says.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from datetime import timedelta
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 from temporalio.client import (
+    Client,
     WorkflowExecution,
     WorkflowExecutionDescription,
     WorkflowExecutionStatus,
@@ -26,10 +27,16 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
-from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from toolcalls.workflows.inline_models import (
+from toolcalls.workflows.models.approval import (
+    ApprovalDecision,
+    ApprovalRecord,
+    ApprovalRequest,
+    EditProposal,
+)
+from toolcalls.workflows.models.call import AskUserOutput, CallState, UserAnswer
+from toolcalls.workflows.models.inline import (
     INLINE_ANSWER,
     INLINE_ANSWER_SIGNAL,
     INLINE_APPROVE,
@@ -45,16 +52,7 @@ from toolcalls.workflows.inline_models import (
     InlinePending,
     split_inline_id,
 )
-from toolcalls.workflows.models import (
-    ApprovalDecision,
-    ApprovalRecord,
-    ApprovalRequest,
-    AskUserOutput,
-    CallState,
-    EditProposal,
-    UserAnswer,
-)
-from toolcalls.workflows.views import (
+from toolcalls.workflows.models.views import (
     CallNotFound,
     CallView,
     Delivery,
@@ -62,17 +60,26 @@ from toolcalls.workflows.views import (
     Outcome,
     PendingCall,
 )
-
-if TYPE_CHECKING:
-    from toolcalls.workflows.client_base import ClientBase
-
-CALL_ENDED = "the call has ended"
-PARENT_ENDED = "the call's parent workflow has ended"
-NO_ANSWER = (
-    RPCStatusCode.CANCELLED,  # how the SDK reports its own RPC timeout
-    RPCStatusCode.DEADLINE_EXCEEDED,
-    RPCStatusCode.FAILED_PRECONDITION,  # "no poller seen for task queue recently"
+from toolcalls.workflows.reach.delivery import (
+    NO_ANSWER,
+    queue_signal,
+    signal_after_timeout,
+    update_reason,
 )
+
+PARENT_ENDED = "the call's parent workflow has ended"
+
+
+class Reach(Protocol):
+    """What the inline routes use of the client that owns them (``ClientBase``): its Temporal
+    client, its timeouts, and its way to tell whether a worker serves a task queue (a method, so
+    that a client that knows better, a test's, say, answers for its inline calls too)."""
+
+    client: Client
+    probe_timeout: timedelta
+    update_timeout: timedelta
+
+    async def worker_serving(self, task_queue: str) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -84,13 +91,13 @@ class InlineRef:
     call_id: str
 
 
-def inline_ref(calls: ClientBase, workflow_id: str, missing: RPCError) -> InlineRef:
+def inline_ref(client: Client, workflow_id: str, missing: RPCError) -> InlineRef:
     """The inline call ``workflow_id`` names; ``missing`` (no workflow has the id) otherwise."""
     split = split_inline_id(workflow_id)
     if missing.status is not RPCStatusCode.NOT_FOUND or split is None:
         raise missing
     parent_id, call_id = split
-    return InlineRef(workflow_id, calls.client.get_workflow_handle(parent_id), call_id)
+    return InlineRef(workflow_id, client.get_workflow_handle(parent_id), call_id)
 
 
 def pending_calls(execution: WorkflowExecution, memo: Mapping[str, Any]) -> list[PendingCall]:
@@ -111,52 +118,10 @@ def pending_calls(execution: WorkflowExecution, memo: Mapping[str, Any]) -> list
     ]
 
 
-def update_reason(exc: WorkflowUpdateFailedError) -> str:
-    """Why the workflow refused an update (its validator's or handler's message)."""
-    cause = exc.cause
-    return cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
-
-
-async def signal_after_timeout(
-    handle: WorkflowHandle[Any, Any],
-    exc: WorkflowUpdateRPCTimeoutOrCancelledError,
-    signal: Any,
-    payload: object,
-    *,
-    ended: str = CALL_ENDED,
-) -> Outcome:
-    """Send ``signal`` when an update timed out: no worker took it in time (for an inline call,
-    the worker that answered the probe did not).
-
-    If the update was delivered after all, the workflow takes the first of the two and records
-    the other as ignored; if it was delivered and the workflow has ended since, there is nothing
-    left to signal and the outcome is ``REJECTED`` with ``ended`` as the reason (``queue_signal``).
-    A cancellation of the caller is not a timeout: it propagates.
-    """
-    if isinstance(exc.__cause__, asyncio.CancelledError):
-        raise asyncio.CancelledError
-    return await queue_signal(handle, signal, payload, ended=ended)
-
-
-async def queue_signal(
-    handle: WorkflowHandle[Any, Any], signal: Any, payload: object, *, ended: str = CALL_ENDED
-) -> Outcome:
-    """Send ``signal``: ``QUEUED`` until a worker applies it, or ``REJECTED`` with ``ended`` as
-    the reason when the workflow has ended (since it was described), as for any decision sent to
-    a call that has ended."""
-    try:
-        await handle.signal(signal, payload)
-    except RPCError as err:
-        if err.status is RPCStatusCode.NOT_FOUND:
-            return Outcome(Delivery.REJECTED, reason=ended)
-        raise
-    return Outcome(Delivery.QUEUED)
-
-
 class InlineRoutes:
     """What ``ClientBase`` does for an id that names an inline call."""
 
-    def __init__(self, calls: ClientBase) -> None:
+    def __init__(self, calls: Reach) -> None:
         self.calls = calls
 
     async def entry(self, ref: InlineRef) -> InlinePending | None:
