@@ -206,15 +206,16 @@ class Catalog:
             return Planned(PlanOutcome(error=denied))
         offered = self.settings.profiles[profile] if profile is not None else list(self._specs)
         spec = self._specs.get(request.tool)
-        if spec is None:
+        if spec is None or spec.name not in offered:
+            # Authority-blind, as discovery is: a tool outside the profile gets the answer of one
+            # the deployment does not have, so a call cannot learn what exists beyond its profile.
+            # No approval can add a tool to a profile. The workflow labels the call's metrics
+            # ``unknown`` for this code (``workflows/call/telemetry.py``).
             unknown = ToolError(
                 code=ErrorCode.UNKNOWN_TOOL,
                 message=f"unknown tool {request.tool[:64]!r}; available: {', '.join(offered)}",
             )
             return Planned(PlanOutcome(error=unknown))
-        if spec.name not in offered:
-            # Like a call the ceiling denies: no approval can add a tool to a profile.
-            return Planned(PlanOutcome(error=_denied(f"{spec.name}: not in profile {profile}")))
         try:
             args = spec.arguments.model_validate(request.arguments)
         except ValidationError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import uuid
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
@@ -259,6 +260,21 @@ def test_plan_unknown_tool_lists_the_available_ones() -> None:
     error = plan_error(catalog(enabled=["calculator", "probe_echo"]), "x" * 100, {})
     assert error.code is ErrorCode.UNKNOWN_TOOL
     assert error.message == f"unknown tool {'x' * 64!r}; available: calculator, probe_echo"
+
+
+def test_plan_answers_a_tool_outside_the_profile_as_one_the_deployment_lacks() -> None:
+    cat = catalog(enabled=["calculator", "probe_echo"], profiles={"p": ["calculator"]})
+
+    def refused(tool: str) -> tuple[ErrorCode, str]:
+        request = PlanInput(tool=tool, arguments={}, profile="p")
+        outcome = cat.plan(request, default_ceiling(), frozenset())
+        assert outcome.plan is None
+        assert outcome.error is not None
+        return outcome.error.code, outcome.error.message.replace(repr(tool), "NAME")
+
+    outside = refused("probe_echo")
+    assert outside == (ErrorCode.UNKNOWN_TOOL, "unknown tool NAME; available: calculator")
+    assert refused(f"no_such_tool_{uuid.uuid4().hex}") == outside
 
 
 def test_plan_invalid_arguments_name_every_fixable_argument() -> None:

@@ -99,24 +99,35 @@ async def test_a_call_inside_its_profile_runs_and_records_the_snapshot(
     assert (result.profile, result.profile_digest) == ("math", digest)
 
 
-async def test_a_call_outside_its_profile_is_denied_and_no_policy_widens_it(
+async def test_a_call_outside_its_profile_is_answered_as_an_unknown_tool(
     client: Client, task_queue: str
 ) -> None:
     widening = CapabilityPolicy(tools={"current_datetime": Effect.ALLOW})
+    made_up = f"no_such_tool_{uuid.uuid4().hex}"
     async with running_worker(client, config(task_queue)) as probes:
         outside = await run_call(client, task_queue, "current_datetime", {}, profile="math")
         widened = await run_call(
             client, task_queue, "current_datetime", {}, profile="math", policy=widening
         )
-        unknown = await run_call(client, task_queue, "calculator", {"expression": "1"}, profile="x")
         write = await run_call(client, task_queue, "probe_write", {"token": "t"}, profile="math")
-    for result in (outside, widened, write):
-        assert result.status is CallStatus.DENIED
+        missing = await run_call(client, task_queue, made_up, {}, profile="math")
+        unknown = await run_call(client, task_queue, "calculator", {"expression": "1"}, profile="x")
+    answers = []
+    for result in (outside, widened, write, missing):
+        # A tool the deployment has but the profile lacks cannot be told from one it lacks: the
+        # same status, code and message, which names only the profile's own tools.
+        assert result.status is CallStatus.FAILED
         assert result.error is not None
-        assert result.error.code is ErrorCode.POLICY_DENIED
-        assert f"{result.tool}: not in profile math" == result.error.message
-        # Denied at plan: nothing asked a human, nothing ran.
+        assert result.error.code is ErrorCode.UNKNOWN_TOOL
+        assert result.error.message == (
+            f"unknown tool {result.tool!r}; available: calculator, search_tools, read_tool"
+        )
+        answers.append(
+            (result.status, result.error.code, result.error.message.replace(result.tool, "NAME"))
+        )
+        # Refused at plan: nothing asked a human, nothing ran, no policy widened it.
         assert EventKind.APPROVAL_REQUESTED not in [e.kind for e in result.events]
+    assert len(set(answers)) == 1
     assert unknown.status is CallStatus.DENIED
     assert unknown.error is not None
     assert unknown.error.message == "no profile 'x' on this deployment"
@@ -211,6 +222,7 @@ async def test_parents_and_applications_export_a_profile(client: Client, task_qu
                 60,
             )
     (result,) = output.results
-    assert result.status is CallStatus.DENIED
+    assert result.status is CallStatus.FAILED
     assert result.error is not None
-    assert result.error.message == "current_datetime: not in profile probes"
+    assert result.error.code is ErrorCode.UNKNOWN_TOOL
+    assert result.error.message.startswith("unknown tool 'current_datetime'; available: probe_")
