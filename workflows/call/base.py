@@ -82,6 +82,8 @@ class CallBase:
         self._plan: CallPlan | None = None
         self._outcome: PlanOutcome | None = None
         """The plan's answer; it holds the tool's outcome when the plan ran the tool."""
+        self._tool_known = False
+        """The plan found the requested tool in the catalog: its name may label metrics."""
         self._events: list[CallEvent] = []
         self._dropped_events = 0
         self._approvals: Approvals | None = None
@@ -113,6 +115,7 @@ class CallBase:
             )
             raise _Ended(self._end_with(CallStatus.FAILED, error))
         outcome = await self._plan_call(self._request.arguments, run=True)
+        self._tool_known = telemetry.tool_found(outcome)
         if outcome.plan is None:
             error = outcome.error or ToolError(code=ErrorCode.INTERNAL, message="plan gave nothing")
             if error.code is ErrorCode.POLICY_DENIED:
@@ -406,5 +409,5 @@ class CallBase:
         self._clear_pending()
         self._publish(status.value)
         workflow.set_current_details(f"{status.value}: {self._result.tool}")
-        telemetry.call_ended(self._result, planned=plan is not None)
+        telemetry.call_ended(self._result, known=plan is not None or self._tool_known)
         return self._result

@@ -25,7 +25,7 @@ from typing import Any
 from temporalio import workflow
 
 from toolcalls.workflows.models.approval import ApprovalRecord
-from toolcalls.workflows.models.call import CallPlan, ErrorCode, ToolCallResult
+from toolcalls.workflows.models.call import CallPlan, ErrorCode, PlanOutcome, ToolCallResult
 
 try:
     from temporalio.contrib.opentelemetry import TracingWorkflowInboundInterceptor
@@ -57,6 +57,10 @@ _COUNTERS = {
 UNKNOWN_TOOL = "unknown"
 """The ``tool`` label of a call naming a tool the deployment does not have: the model chose the
 name, so it cannot be a label."""
+_FOUND_CODES = frozenset({ErrorCode.INVALID_ARGUMENTS, ErrorCode.INTERNAL})
+"""The plan's refusals that come only after it found the tool in the catalog (its arguments, its
+declaration). Its others (an unknown tool, one outside the profile, an unknown profile) come
+before or instead of that."""
 
 SPAN_PLAN = "toolcalls.plan"
 SPAN_DECIDE = "toolcalls.decide"
@@ -128,10 +132,26 @@ def executing(call_id: str, plan: CallPlan) -> None:
     _span(SPAN_EXECUTE, call_id, plan.tool, plan.capabilities, side_effect=plan.side_effect.value)
 
 
-def call_ended(result: ToolCallResult, *, planned: bool) -> None:
-    """The call has its result: count it, and its error code if it has one."""
+def tool_found(outcome: PlanOutcome) -> bool:
+    """Whether the plan's recorded answer shows that the deployment has the requested tool.
+
+    Read from the outcome alone, so the workflow decides it without I/O, and the same way on
+    every worker and replay.
+    """
+    if outcome.plan is not None:
+        return True
+    return outcome.error is not None and outcome.error.code in _FOUND_CODES
+
+
+def call_ended(result: ToolCallResult, *, known: bool) -> None:
+    """The call has its result: count it, and its error code if it has one.
+
+    ``known``: the plan found the tool (``tool_found``). Otherwise the name is the model's,
+    whatever the call ended with (a refused plan, arguments refused before it, a cancellation),
+    and its label is ``unknown``.
+    """
     code = result.error.code if result.error else None
-    tool = result.tool if planned or code is not ErrorCode.UNKNOWN_TOOL else UNKNOWN_TOOL
+    tool = result.tool if known else UNKNOWN_TOOL
     _count(CALLS, {"tool": tool, "status": result.status.value})
     if code is not None:
         _count(CALL_ERRORS, {"tool": tool, "code": code.value})

@@ -16,9 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
+from temporalio.common import RawValue
 
 from tests.support.harness import decision, pending_approval, signal_decision, update_rejection
+from tests.support.tools import ALL_TOOLS
 from tests.worker.support import Spawn, Spawned, free_port, write_config
 from tests.worker.telemetry.support import (
     label_values,
@@ -27,8 +30,19 @@ from tests.worker.telemetry.support import (
     total,
     until,
 )
+from toolcalls.activities.capabilities import default_ceiling
+from toolcalls.activities.catalog import Catalog, CatalogSettings
+from toolcalls.workflows.call import telemetry
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
-from toolcalls.workflows.models.call import CallStatus, CapabilityPolicy, Effect, ToolCallRequest
+from toolcalls.workflows.models.call import (
+    WORKFLOW_NAME,
+    CallStatus,
+    CapabilityPolicy,
+    Effect,
+    PlanInput,
+    ToolCallRequest,
+    ToolCallResult,
+)
 from toolcalls.workflows.reach.client import ToolCallClient
 from toolcalls.workflows.reach.client_base import Handle
 
@@ -47,7 +61,8 @@ def worker_config(tmp_path: Path, task_queue: str, root: Path) -> Path:
         "[worker]\nmax_cached_workflows = 0\ngraceful_shutdown_seconds = 5\n"
         "[activities]\nlocal_pure_tools = false\n"
         "[payloads]\nmax_result_bytes = 1024\n"
-        f'[files]\nroots = ["{root}"]\n',
+        f'[files]\nroots = ["{root}"]\n'
+        '[profiles.math]\ntools = ["calculator"]\n',
     )
 
 
@@ -254,6 +269,76 @@ def check_json_logs(lines: list[dict[str, Any]], approved: str) -> None:
     assert failure["tool"] == "calculator"
     [logged] = [line for line in ended if line["workflow_id"] == approved]
     assert logged["status"] == "completed"
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "profile", "found"),
+    [
+        ("calculator", {"expression": "1"}, None, True),
+        ("calculator", {"bogus": 1}, None, True),
+        ("calculator", {"expression": "1"}, "math", True),
+        ("no_such_tool", {}, None, False),
+        ("no_such_tool", {}, "math", False),
+        ("list_files", {"path": "/"}, "math", False),
+        ("calculator", {"expression": "1"}, "nope", False),
+    ],
+)
+def test_the_plans_answer_says_whether_the_tool_may_label_the_call(
+    tool: str, arguments: dict[str, Any], profile: str | None, found: bool
+) -> None:
+    catalog = Catalog(
+        ALL_TOOLS,
+        CatalogSettings(enabled=["calculator", "list_files"], profiles={"math": ["calculator"]}),
+    )
+    request = PlanInput(tool=tool, arguments=arguments, profile=profile)
+    outcome = catalog.plan(request, default_ceiling(), frozenset())
+    assert telemetry.tool_found(outcome) is found
+
+
+async def test_a_made_up_tool_name_is_never_a_label(
+    tmp_path: Path, spawn: Spawn, address: str, client: Client, root: Path
+) -> None:
+    task_queue = f"labels-{uuid.uuid4()}"
+    port = free_port()
+    worker = start_worker(spawn, worker_config(tmp_path, task_queue, root), address, port)
+    tools = ToolCallClient(client, task_queue=task_queue)
+    made_up = f"no_such_tool_{uuid.uuid4().hex}"
+    requests = [
+        ToolCallRequest(tool=made_up, arguments={}),
+        # Refused before the plan looks the tool up: a profile the deployment does not have, a
+        # profile that does not hold it.
+        ToolCallRequest(tool=made_up, arguments={}, profile="nope"),
+        ToolCallRequest(tool=made_up, arguments={}, profile="math"),
+    ]
+    codes = [(await tools.call(request)).error.code for request in requests]  # type: ignore[union-attr]
+    assert codes == ["unknown_tool", "policy_denied", "unknown_tool"]
+    # Arguments JSON cannot carry (a NaN no Python client sends) are refused before any plan.
+    nan = f'{{"tool": "{made_up}", "arguments": {{"x": NaN}}}}'
+    raw = RawValue(Payload(metadata={"encoding": b"json/plain"}, data=nan.encode()))
+    refused = await client.execute_workflow(
+        WORKFLOW_NAME, raw, id=f"nan-{uuid.uuid4()}", task_queue=task_queue,
+        result_type=ToolCallResult,
+    )  # fmt: skip
+    assert refused.error is not None
+    assert refused.error.code == "invalid_arguments"
+    # A tool the deployment has, outside the profile: the plan answers it as an unknown tool,
+    # and so does its label.
+    outside = await tools.call(ToolCallRequest(tool="list_files", arguments={}, profile="math"))
+    assert outside.error is not None
+    assert outside.error.code == "unknown_tool"
+
+    samples = await settled(port, "toolcalls_calls_total", 5)
+    calls, errors = "toolcalls_calls_total", "toolcalls_call_errors_total"
+    assert total(samples, calls) == 5
+    assert total(samples, calls, tool="unknown") == 5
+    assert total(samples, errors, tool="unknown", code="unknown_tool") == 3
+    assert total(samples, errors, tool="unknown", code="invalid_arguments") == 1
+    assert total(samples, errors, tool="unknown", code="policy_denied") == 1
+    assert total(samples, errors) == 5
+    for name in {name for name, _ in samples if name.startswith("toolcalls_")}:
+        assert label_values(samples, name, "tool") == {"unknown"}, name
+    assert not any(made_up in value for _, labels in samples for _, value in labels)
+    stop(worker)
 
 
 async def test_a_restarted_worker_replays_a_call_without_counting_it_twice(
