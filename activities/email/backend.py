@@ -17,6 +17,8 @@ and safe to show: no secret, no private server text.
     ├── MailServiceFailure    a service API request failed (``toolcalls.activities.network.service``
     │                         charges it: a status, an outage, a response over the cap)
     ├── MailUncertain         a write may have happened: inspect before sending again
+    ├── MailNotAsPreviewed    the serialized message differs from the approval preview; nothing
+    │                         was written
     └── MailRefused           a send no recipient was accepted for (``result`` says why)
 """
 
@@ -75,6 +77,10 @@ class MailNotFound(MailRejected):
 
 class MailTooLarge(MailBackendError):
     """A message larger than ``max_message_bytes``; refused before it was transferred."""
+
+
+class MailNotAsPreviewed(MailBackendError):
+    """The message about to be written has header fields or values the approver did not see."""
 
 
 class MailConfiguration(MailBackendError):

@@ -27,7 +27,7 @@ from toolcalls.activities.email.backend import (
     MailRejected,
     write_point,
 )
-from toolcalls.activities.email.compose import build_message, check_size
+from toolcalls.activities.email.compose import check_size, composed
 from toolcalls.activities.email.mail_ids import query_tag
 from toolcalls.activities.email.service_api import (
     field,
@@ -175,10 +175,9 @@ class Gmail:
             raise MailConfiguration(
                 "email.sender: gmail composes from a fixed sender (the account or a send-as alias)"
             )
-        message = build_message(
+        data = composed(
             sender=sender, to=to, subject=subject, body=body, message_id=message_id, date=None
         )
-        data = message.as_bytes()
         check_size(len(data), self._settings.max_message_bytes, "the message")
         return base64.urlsafe_b64encode(data).decode("ascii")
 

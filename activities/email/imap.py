@@ -34,7 +34,7 @@ from toolcalls.activities.email.backend import (
     MailUncertain,
     write_point,
 )
-from toolcalls.activities.email.compose import build_message, check_size
+from toolcalls.activities.email.compose import check_size, composed
 from toolcalls.activities.email.connect import (
     connection_failures,
     session_failures,
@@ -117,7 +117,7 @@ class IMAPEmail:
         s = self._settings
         if s.drafts_mailbox is None:
             raise MailConfiguration("email.drafts_mailbox: create_email_draft needs a folder")
-        message = build_message(
+        raw = composed(
             sender=s.from_address,
             to=to,
             subject=subject,
@@ -125,7 +125,6 @@ class IMAPEmail:
             message_id=message_id,
             date=datetime.now(UTC),
         )
-        raw = message.as_bytes()
         self._check_size(len(raw), "the draft")
         await self._run(lambda session: self._append(session, s.drafts_mailbox or "", raw))
         return {"status": "drafted", "mailbox": s.drafts_mailbox, "message_id": message_id}
@@ -137,7 +136,7 @@ class IMAPEmail:
         sender = s.from_address
         if sender is None:
             raise MailConfiguration("email.sender: send_email needs a sender address")
-        message = build_message(
+        raw = composed(
             sender=sender,
             to=to,
             subject=subject,
@@ -145,8 +144,8 @@ class IMAPEmail:
             message_id=message_id,
             date=datetime.now(UTC),
         )
-        self._check_size(len(message.as_bytes()), "the message")
-        return await submit(s, self._password(), message, sender, to)
+        self._check_size(len(raw), "the message")
+        return await submit(s, self._password(), raw, message_id, sender, to)
 
     async def _run(self, work: Callable[[_Session], T]) -> T:
         """``work`` on a worker thread; a cancellation interrupts its connection."""

@@ -20,7 +20,7 @@ import httpx
 
 from toolcalls.activities.email import mime
 from toolcalls.activities.email.backend import MailRejected, MailServiceFailure, write_point
-from toolcalls.activities.email.compose import check_size
+from toolcalls.activities.email.compose import check_as_previewed, check_size, previewed_fields
 from toolcalls.activities.email.service_api import (
     field,
     json_object,
@@ -193,7 +193,33 @@ class OutlookEmail:
         }
         if self._settings.sender is not None:
             message["from"] = {"emailAddress": {"address": self._settings.sender}}
+        check_as_previewed(
+            graph_fields(message),
+            previewed_fields(
+                sender=self._settings.sender, to=to, subject=subject, message_id=message_id
+            ),
+            also={"body": frozenset({"Text"})},
+        )
         return message
+
+
+def graph_fields(message: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """A Graph message's properties as the header fields Graph writes from them (``body`` as its
+    content type); any other property keeps its own name, so it counts as one not previewed."""
+    names = {"from": "From", "toRecipients": "To", "subject": "Subject"}
+    fields: list[tuple[str, str]] = []
+    for key, value in message.items():
+        if key in ("from", "toRecipients"):
+            entries = value if isinstance(value, list) else [value]
+            text = ", ".join(str(_address_of(entry)) for entry in entries)
+            fields.append((names[key], text))
+        elif key == "internetMessageId":
+            fields.append(("Message-ID", str(value)))
+        elif key == "body":
+            fields.append(("body", str(field(value).get("contentType"))))
+        else:
+            fields.append((names.get(key, key), str(value)))
+    return fields
 
 
 def _headers(message: Mapping[str, Any], limit: int) -> dict[str, str | None]:
@@ -223,3 +249,7 @@ def _address(recipient: Any) -> str | None:
 def _addresses(recipients: Any) -> str | None:
     found = [a for a in (_address(r) for r in objects(recipients)) if a]
     return ", ".join(found) if found else None
+
+
+def _address_of(entry: Any) -> Any:
+    return field(field(entry).get("emailAddress")).get("address")

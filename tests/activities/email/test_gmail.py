@@ -8,9 +8,13 @@ from datetime import timedelta
 from email import policy
 
 import httpx
+import pytest
 from google.protobuf.json_format import MessageToJson
 from temporalio.client import Client
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
 
+from tests.activities.email.messages import ENCODED_WORD_SUBJECT as ATTACK
 from tests.activities.email.services import (
     REMOTE_TEXT,
     TOKEN,
@@ -24,6 +28,7 @@ from tests.activities.email.support import CALL, call, code_of, details, failure
 from tests.support.harness import make_config, run_call
 from tests.support.tools import ALL_FAMILIES, ALL_TOOL_NAMES
 from toolcalls.activities.email.compose import message_id_for
+from toolcalls.activities.email.models import SendEmailArgs
 from toolcalls.activities.email.tools import EmailTools
 from toolcalls.worker.run import build_worker
 from toolcalls.workflows.models.call import CallStatus, ErrorCode
@@ -285,3 +290,16 @@ async def test_through_the_workflow_the_token_is_nowhere_in_history(
     for result in (listed, sent):
         history = await client.get_workflow_handle(result.workflow_id).fetch_history()
         assert TOKEN not in "".join(MessageToJson(event) for event in history.events)
+
+
+async def test_a_message_whose_headers_differ_from_the_preview_is_never_posted() -> None:
+    # Arguments the plan would refuse, given straight to the activity.
+    args = SendEmailArgs.model_construct(to=["ok@example.com"], subject=ATTACK, body="Hi")
+    routes = Routes()
+    routes.on("POST", f"{USER}/messages/send", {"id": "18b3", "threadId": "t8"})
+    mail = backend_tools("gmail", routes, sender="me@example.org")
+    with pytest.raises(ApplicationError) as caught:
+        await ActivityEnvironment().run(mail.send_email, args, CALL)
+    assert code_of(caught.value) is ErrorCode.EXECUTION_FAILED
+    assert "content-type repeated" in caught.value.message
+    assert routes.requests == []

@@ -8,10 +8,12 @@ from email import policy
 from pathlib import Path
 
 import pytest
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from tests.activities.email import messages
 from tests.activities.email.dovecot import Account, Dovecot
+from tests.activities.email.messages import ENCODED_WORD_SUBJECT as ATTACK
 from tests.activities.email.proxy import HeldProxy
 from tests.activities.email.support import (
     CALL,
@@ -25,6 +27,7 @@ from tests.activities.email.support import (
 from tests.worker.support import free_port
 from toolcalls.activities.base import CallContext
 from toolcalls.activities.email.compose import message_id_for
+from toolcalls.activities.email.models import CreateEmailDraftArgs
 from toolcalls.workflows.models.call import ErrorCode
 
 DRAFT = {
@@ -56,6 +59,20 @@ async def test_a_draft_lands_in_the_drafts_folder_with_the_draft_flag(
     assert draft["Subject"] == "Grüße"
     assert draft.get_content().replace("\r\n", "\n") == "Hi,\nsee you.\n"
     assert dovecot.messages(account, "INBOX") == []
+
+
+async def test_a_draft_whose_headers_differ_from_the_preview_is_never_appended(
+    dovecot: Dovecot, account: Account, ca_file: Path
+) -> None:
+    # Arguments the plan would refuse, given straight to the activity.
+    args = CreateEmailDraftArgs.model_construct(to=["ok@example.com"], subject=ATTACK, body="Hi")
+    settings = imap_settings(dovecot, account, ca_file, sender="me@example.org")
+    mail = tools_for(settings, {PASSWORD_ENV: account.password})
+    with pytest.raises(ApplicationError) as caught:
+        await ActivityEnvironment().run(mail.create_email_draft, args, CALL)
+    assert code_of(caught.value) is ErrorCode.EXECUTION_FAILED
+    assert "bcc not in the preview" in caught.value.message
+    assert dovecot.messages(account, "Drafts") == []
 
 
 async def test_the_sender_defaults_to_an_address_like_username(

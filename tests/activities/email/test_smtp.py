@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 import trustme
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+from tests.activities.email.messages import ENCODED_WORD_SUBJECT as ATTACK
 from tests.activities.email.smtpd import PASSWORD, PRIVATE_TEXT, USERNAME, Mode, Sink, smtp_server
 from tests.activities.email.support import (
     CALL,
@@ -214,3 +216,45 @@ async def test_settings_changed_since_the_approval_stop_the_send(
     assert "nothing was sent" in error.message
     assert same.status == "accepted"
     assert len(server.sink.received) == 1
+
+
+async def test_a_plain_non_ascii_subject_arrives_decoded_with_exactly_the_expected_headers(
+    mail_ca: trustme.CA, ca_file: Path
+) -> None:
+    with smtp_server(mail_ca, "tls") as server:
+        mail = sending(server.port, ca_file)
+        result = await call(mail, "send_email", {**MESSAGE, "subject": "Grüße — 報告"})
+    assert result.status == "accepted"
+    [received] = server.sink.received
+    head = received.content.partition(b"\r\n\r\n")[0]
+    assert head.isascii()
+    sent = email.message_from_bytes(received.content, policy=policy.default)
+    assert sent.keys() == [
+        "From",
+        "To",
+        "Subject",
+        "Date",
+        "Message-ID",
+        "Content-Type",
+        "Content-Transfer-Encoding",
+        "MIME-Version",
+    ]
+    assert sent["Subject"] == "Grüße — 報告"
+    assert sent["To"] == "bob@example.org, carol@example.net"
+    assert sent["Content-Type"] == 'text/plain; charset="utf-8"'
+
+
+async def test_a_message_whose_headers_differ_from_the_preview_is_never_submitted(
+    mail_ca: trustme.CA, ca_file: Path
+) -> None:
+    # Arguments the plan would refuse, given straight to the activity.
+    args = SendEmailArgs.model_construct(to=["ok@example.com"], subject=ATTACK, body="Hi")
+    with smtp_server(mail_ca, "tls") as server:
+        mail = sending(server.port, ca_file)
+        with pytest.raises(ApplicationError) as caught:
+            await ActivityEnvironment().run(mail.send_email, args, CALL)
+    assert code_of(caught.value) is ErrorCode.EXECUTION_FAILED
+    assert "reply-to not in the preview" in caught.value.message
+    assert "nothing was written" in caught.value.message
+    assert server.sink.logins == []
+    assert server.sink.received == []
