@@ -10,6 +10,8 @@ Independent of the HTTP framework, so each piece is tested on its own. The trust
   every other request is refused. A session cookie still carries the CSRF binding.
 - every form carries a CSRF token derived from the session; a POST without the right one is
   refused. The name a decision records is always the identity found here, never a form field.
+- **the client address** the login limits count is the TCP peer's, or, from one of the
+  ``forwarded_proxies``, the rightmost ``X-Forwarded-For`` entry that is not such a proxy.
 """
 
 from __future__ import annotations
@@ -286,17 +288,51 @@ def session_secret(section: InboxSection, environ: Mapping[str, str]) -> tuple[b
     return value.encode(), True
 
 
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def _ip(text: str | None) -> IPAddress | None:
+    """``text`` as an address (an IPv4-mapped IPv6 one as IPv4), or ``None`` if it is not one."""
+    try:
+        address = ipaddress.ip_address((text or "").strip())
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def _within(address: IPAddress, networks: Sequence[str]) -> bool:
+    return any(address in ipaddress.ip_network(net, strict=False) for net in networks)
+
+
 def trusted(address: str | None, networks: Sequence[str]) -> bool:
     """Whether ``address`` (the TCP peer) is one of the trusted proxies."""
-    if not address:
-        return False
-    try:
-        peer = ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    if isinstance(peer, ipaddress.IPv6Address) and peer.ipv4_mapped is not None:
-        peer = peer.ipv4_mapped
-    return any(peer in ipaddress.ip_network(net, strict=False) for net in networks)
+    peer = _ip(address)
+    return peer is not None and _within(peer, networks)
+
+
+def client_address(peer: str | None, forwarded_for: Sequence[str], proxies: Sequence[str]) -> str:
+    """The address of the client behind ``peer`` (the TCP peer), for the login limits and logs.
+
+    ``forwarded_for`` is every ``X-Forwarded-For`` header of the request, in order. It is believed
+    only when ``peer`` is one of ``proxies`` (addresses or networks): then the client is the
+    rightmost entry that is not itself one of ``proxies`` (each proxy appends the address it was
+    reached from, so the entries left of it may be the client's own forgeries). Otherwise, or
+    when every entry is a proxy, or an entry on the way is not an address (a port, a name,
+    nothing), the peer's address is the client's: a client cannot choose its own address.
+    """
+    fallback = peer or "unknown"
+    if not proxies or not trusted(peer, proxies):
+        return fallback
+    entries = [entry for value in forwarded_for for entry in value.split(",")]
+    for entry in reversed(entries):
+        address = _ip(entry)
+        if address is None:
+            return fallback
+        if not _within(address, proxies):
+            return str(address)
+    return fallback
 
 
 def proxy_identity(section: InboxSection, address: str | None, values: Sequence[str]) -> Identity:

@@ -12,7 +12,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from toolcalls.worker.inbox.auth import LOGIN_NONCE_SECONDS, Refusal, key_of
+from toolcalls.worker.inbox.auth import LOGIN_NONCE_SECONDS, Refusal, client_address, key_of
 from toolcalls.worker.inbox.base import LOGIN_COOKIE, Inbox, form_text
 
 if TYPE_CHECKING:
@@ -63,6 +63,15 @@ def _login_page(
     return response
 
 
+def _client(inbox: Inbox, request: Request) -> tuple[str, str]:
+    """The client address the login limits count, and how the log names it (with the proxy's
+    address when they differ)."""
+    peer = request.client.host if request.client else None
+    forwarded = request.headers.getlist("x-forwarded-for")
+    address = client_address(peer, forwarded, inbox.section.forwarded_proxies)
+    return address, address if address == (peer or "unknown") else f"{address} (via {peer})"
+
+
 async def login_form(inbox: Inbox, request: Request) -> Response:
     from starlette.responses import RedirectResponse
 
@@ -89,18 +98,18 @@ async def login(inbox: Inbox, request: Request) -> Response:
         request.cookies.get(_login_cookie(inbox)), form_text(form, "csrf")
     ):
         return again("The login form expired or came from elsewhere: log in again.", 403)
-    address = request.client.host if request.client else "unknown"
+    address, where = _client(inbox, request)
     blocked = inbox.limiter.attempt(username, address)
     if blocked is not None:
-        log.warning("login for %r from %s refused: %s", username, address, blocked)
+        log.warning("login for %r from %s refused: %s", username, where, blocked)
         return again(blocked[0].upper() + blocked[1:] + ".", 429)
     user = inbox.section.user(username)
     if not await asyncio.to_thread(inbox.passwords.check, user, password) or user is None:
-        log.warning("failed login for %r from %s", username, address)
+        log.warning("failed login for %r from %s", username, where)
         return again("Wrong user name or password.", 401)
     inbox.limiter.succeeded(username, address)
     _, cookie = inbox.sessions.issue(user.name, via="password", key=key_of(user))
-    log.info("%s logged in from %s", user.name, address)
+    log.info("%s logged in from %s", user.name, where)
     response = RedirectResponse(next_, 303)
     inbox.set_session(response, cookie)
     response.delete_cookie(_login_cookie(inbox), path="/", secure=inbox.secure, httponly=True)

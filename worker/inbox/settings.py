@@ -111,6 +111,9 @@ class InboxSection(_Section):
     """Addresses or networks (``10.0.0.0/8``) of the proxies whose ``proxy_header`` is believed."""
     proxy_unlisted_users: bool = False
     """Admit names the proxy sends that ``[[inbox.users]]`` does not list (with no groups)."""
+    forwarded_proxies: list[str] = Field(default_factory=list)
+    """Addresses or networks of the TLS reverse proxies whose ``X-Forwarded-For`` names the
+    client address the login limits count; from any other peer the header is ignored."""
     login_failures: int = Field(default=DEFAULT_LOGIN_FAILURES, ge=1, le=1000)
     address_failures: int = Field(default=DEFAULT_ADDRESS_FAILURES, ge=1, le=100_000)
     login_window_seconds: float = Field(default=DEFAULT_LOGIN_WINDOW_SECONDS, gt=0, le=86_400)
@@ -131,7 +134,7 @@ class InboxSection(_Section):
             raise ValueError(f"{name!r} is not a header name")
         return name
 
-    @field_validator("trusted_proxies")
+    @field_validator("trusted_proxies", "forwarded_proxies")
     @classmethod
     def _proxies(cls, entries: list[str]) -> list[str]:
         for entry in entries:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from http.cookies import SimpleCookie
 
 import httpx
+import pytest
 from temporalio.client import Client
 
 from tests.support.harness import pending_approval, start_call
@@ -127,6 +128,46 @@ async def test_failed_logins_are_limited_per_user_and_per_address(
         for name in ("bob", "carol"):
             assert (await first.login(name, "wrong")).status_code == 401
         refused = await first.login("mallory")
+        assert refused.status_code == 429
+        assert "from this address" in refused.text
+
+
+def forwarded_for(address: str) -> dict[str, str]:
+    return {"X-Forwarded-For": address}
+
+
+async def test_behind_a_forwarding_proxy_the_limits_count_the_real_client(
+    calls: ToolCallClient, deployment: Deployment, caplog: pytest.LogCaptureFixture
+) -> None:
+    section = deployment.config.inbox.model_copy(update={"forwarded_proxies": ["10.0.0.0/24"]})
+    served = app(Inbox(calls, section, SECRET))
+    attacker = Visitor(served, address="10.0.0.2", **forwarded_for("1.1.1.1, 203.0.113.66"))
+    async with attacker:
+        for number in range(section.address_failures):
+            assert (await attacker.login(f"nobody{number}", "wrong")).status_code == 401
+        refused = await attacker.login("alice")
+        assert refused.status_code == 429
+        assert "from this address" in refused.text
+    assert "failed login for 'nobody0' from 203.0.113.66 (via 10.0.0.2)" in caplog.text
+    # Everyone else reaches the inbox through the same proxy, and still gets in.
+    async with Visitor(served, address="10.0.0.2", **forwarded_for("198.51.100.7")) as alice:
+        assert (await alice.login("alice")).status_code == 303
+        assert (await alice.get("/recent")).status_code == 200
+
+
+async def test_a_forged_forwarded_for_from_elsewhere_is_ignored(
+    calls: ToolCallClient, deployment: Deployment
+) -> None:
+    section = deployment.config.inbox.model_copy(
+        update={"forwarded_proxies": ["10.0.0.0/24"], "address_failures": 3}
+    )
+    served = app(Inbox(calls, section, SECRET))
+    for number in range(3):
+        forged = forwarded_for(f"198.51.100.{number}")
+        async with Visitor(served, address="203.0.113.9", **forged) as attacker:
+            assert (await attacker.login(f"nobody{number}", "wrong")).status_code == 401
+    async with Visitor(served, address="203.0.113.9", **forwarded_for("198.51.100.99")) as again:
+        refused = await again.login("alice")
         assert refused.status_code == 429
         assert "from this address" in refused.text
 

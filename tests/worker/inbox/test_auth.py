@@ -14,6 +14,7 @@ from toolcalls.worker.inbox.auth import (
     Passwords,
     Refusal,
     Sessions,
+    client_address,
     hash_password,
     proxy_identity,
     session_secret,
@@ -148,3 +149,49 @@ def test_the_proxys_user() -> None:
         assert reason in raised.value.reason
     open_ = section.model_copy(update={"proxy_unlisted_users": True})
     assert proxy_identity(open_, "10.0.0.1", ["eve"]).groups == ()
+
+
+PROXIES = ["10.0.0.0/8", "192.0.2.7", "2001:db8::/32"]
+
+
+def test_the_client_address_is_the_rightmost_forwarded_one_not_a_proxy() -> None:
+    assert client_address("10.0.0.1", ["203.0.113.5"], PROXIES) == "203.0.113.5"
+    # A client's own forgeries sit left of what the proxies appended: they are passed over.
+    assert client_address("10.0.0.1", ["1.1.1.1, 203.0.113.5"], PROXIES) == "203.0.113.5"
+    # A chain of proxies: each one in the list is skipped, wherever it sits.
+    chain = ["198.51.100.9, 203.0.113.5, 192.0.2.7,10.9.9.9"]
+    assert client_address("10.0.0.1", chain, PROXIES) == "203.0.113.5"
+    # Several headers count as one list, in order.
+    assert client_address("10.0.0.1", ["1.1.1.1", "203.0.113.5, 10.1.1.1"], PROXIES) == (
+        "203.0.113.5"
+    )
+    assert client_address("10.0.0.1", [" 2001:DB9::1 "], PROXIES) == "2001:db9::1"
+    assert client_address("10.0.0.1", ["::ffff:203.0.113.5"], PROXIES) == "203.0.113.5"
+    assert client_address("2001:db8::2", ["203.0.113.5"], PROXIES) == "203.0.113.5"
+    assert client_address("::ffff:10.0.0.1", ["203.0.113.5"], PROXIES) == "203.0.113.5"
+
+
+def test_the_peer_is_the_client_unless_the_header_is_believable() -> None:
+    # An untrusted peer's header is ignored: the client cannot pick its address.
+    assert client_address("203.0.113.5", ["198.51.100.1"], PROXIES) == "203.0.113.5"
+    assert client_address("11.0.0.1", ["198.51.100.1"], PROXIES) == "11.0.0.1"
+    # Without forwarded proxies nobody's header is believed.
+    assert client_address("10.0.0.1", ["198.51.100.1"], []) == "10.0.0.1"
+    assert client_address(None, ["198.51.100.1"], PROXIES) == "unknown"
+    # No header, or only proxies in it.
+    assert client_address("10.0.0.1", [], PROXIES) == "10.0.0.1"
+    assert client_address("10.0.0.1", ["10.2.2.2, 192.0.2.7"], PROXIES) == "10.0.0.1"
+    # A malformed entry on the way from the right: the peer's address.
+    for value in (
+        "garbage",
+        "203.0.113.5:4711",
+        "[2001:db9::1]:443",
+        "203.0.113.5,",
+        "",
+        "unknown",
+        "203.0.113.5, 10.0.0.300",
+        "203.0.113.5; 10.0.0.3",
+    ):
+        assert client_address("10.0.0.1", [value], PROXIES) == "10.0.0.1", value
+    # Left of the client's entry nothing is read, malformed or not.
+    assert client_address("10.0.0.1", ["garbage, 203.0.113.5"], PROXIES) == "203.0.113.5"

@@ -55,6 +55,10 @@ def test_the_section_and_its_defaults() -> None:
             {"proxy_header": "X-User", "trusted_proxies": ["10.0.0.0/33"]},
             "inbox.trusted_proxies: '10.0.0.0/33' is not an address or a network",
         ),
+        (
+            {"forwarded_proxies": ["10.0.0.1", "proxy.example"]},
+            "inbox.forwarded_proxies: 'proxy.example' is not an address or a network",
+        ),
         ({"proxy_header": "X User", "trusted_proxies": ["::1"]}, "'X User' is not a header name"),
         ({"session_secret_env": "not a name"}, "inbox.session_secret_env: 'not a name' is not"),
         ({"listen_on": "x"}, "inbox.listen_on: unknown key; did you mean 'listen'?"),
