@@ -2,10 +2,13 @@
 
 What it can touch: the webhook URLs the deployment configures, through the guarded network path
 (public addresses only, unless a webhook allows a private one by name), with no redirects
-followed. The body says which call waits, for which tool and capabilities, a short preview, who
-may decide, until when, and a link; it is signed with HMAC-SHA256 when the webhook names a secret
-(read from the worker's environment at each post, never from history). A failure raises a
-retryable error for the workflow to record; it never decides anything about the call.
+followed. It posts only for the ``ToolCallWorkflow`` run whose plan the deployment attested
+(``toolcalls.activities.attestations``): a look-alike workflow cannot use the deployment's
+webhooks or their secrets. The body says which call waits, for which tool and capabilities, a
+short preview, who may decide, until when, and a link; it is signed with HMAC-SHA256 when the
+webhook names a secret (read from the worker's environment at each post, never from history).
+A failure raises a retryable error for the workflow to record; it never decides anything about
+the call.
 """
 
 from __future__ import annotations
@@ -20,6 +23,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from temporalio import activity
 
+from toolcalls.activities.attestations import (
+    Attestor,
+    Claim,
+    Run,
+    only_by_workflow,
+    refused,
+    utc_now,
+)
 from toolcalls.activities.errors import tool_error
 from toolcalls.activities.network.addresses import any_address, public_only
 from toolcalls.activities.network.guard import Limits, NetworkError, NetworkGuard
@@ -124,8 +135,12 @@ class Notifier:
         namespace: str = "default",
         environ: Mapping[str, str] | None = None,
         guard: NetworkGuard | None = None,
+        attestor: Attestor | None = None,
     ) -> None:
+        """``attestor``: the deployment's attestation keys (without one, keys of its own: only
+        notifications of this process's own ``ToolCallWorkflow`` runs are posted)."""
         self.settings = settings
+        self.attestor = attestor or Attestor.ephemeral()
         self.namespace = namespace
         self.environ = os.environ if environ is None else environ
         self._webhooks = {webhook.name: webhook for webhook in settings.webhooks}
@@ -134,9 +149,27 @@ class Notifier:
     def activities(self) -> list[Any]:
         @activity.defn(name=NOTIFY_ACTIVITY)
         async def notify(notification: Notification) -> None:
+            problem = self._unattested(activity.info(), notification)
+            if problem is not None:
+                raise refused(f"notify: {problem}")
             await self.post(notification)
 
         return [notify]
+
+    def _unattested(self, info: activity.Info, notification: Notification) -> str | None:
+        """Why ``notification`` is not one the deployment's ``ToolCallWorkflow`` sends for the
+        run ``info`` names; ``None``: it is."""
+        attestation = notification.attestation
+        claim = Claim(notification.call_id, notification.digest, notification.visible_tools)
+        problem = self.attestor.problem(Run.of(info), attestation, claim, utc_now())
+        if problem is not None:
+            return f"the deployment did not plan this call: {problem}"
+        assert attestation is not None
+        if not only_by_workflow(attestation.decision):
+            return f"a call attested {attestation.decision.value} does not notify"
+        if notification.workflow_id != info.workflow_id:
+            return "the notification names another workflow than the one that sends it"
+        return None
 
     async def post(self, notification: Notification) -> None:
         webhook = self._webhooks.get(notification.webhook)

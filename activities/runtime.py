@@ -2,11 +2,12 @@
 
 ``ToolRuntime`` owns the ``plan`` local activity and, for each tool this worker serves, an execute
 activity named after the tool and, where the tool has one, a ``<tool>.prepare`` activity. Each of
-them re-checks what it must not take on trust: that it runs inside ``ToolCallWorkflow`` or for an
-inline call the deployment's plan attested for that very workflow run
-(``toolcalls.activities.inline``), that the arguments are the ones planned (their digest), that the
-deployment's ceiling allows the call and that any approval it requires is present and bound to this
-digest (an inline call never carries one: such calls run in ``ToolCallWorkflow``). Results are
+them re-checks what it must not take on trust: that the deployment attested this call for that very
+workflow run (``toolcalls.activities.attestations``: a plan of ``ToolCallWorkflow`` or an inline
+plan; a workflow's type name proves nothing), that the arguments are the ones planned (their
+digest), that the deployment's ceiling allows the call and that any approval it requires is
+present, bound to this digest and attested as ``ToolCallWorkflow``'s own decision (an inline call
+never carries one: such calls run in ``ToolCallWorkflow``). Results are
 checked against the tool's result model and the payload cap before they leave the worker: the
 payload as the worker's converter and codec make it, against 1 MiB, or the deployment's ``[payloads]
 max_result_bytes`` when large payloads are stored outside history.
@@ -33,15 +34,23 @@ from temporalio.converter import PayloadCodec
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from toolcalls.activities import telemetry
+from toolcalls.activities.attestations import (
+    Attestor,
+    Claim,
+    Run,
+    by_deployment_workflow,
+    refused,
+    utc_now,
+)
 from toolcalls.activities.base import CallContext, ToolArgs
 from toolcalls.activities.capabilities import default_ceiling
 from toolcalls.activities.catalog import Catalog, call_digest
 from toolcalls.activities.definitions import DEFINITION_FORMATS
 from toolcalls.activities.errors import invalid_arguments, tool_error
-from toolcalls.activities.inline import Attestor, no_inline_calls
 from toolcalls.activities.limits import MAX_PAYLOAD_BYTES
 from toolcalls.activities.spec import ToolSpec
 from toolcalls.workflows.models.approval import Prepared
+from toolcalls.workflows.models.attest import Attestation, AttestedDecision
 from toolcalls.workflows.models.call import (
     DEFINITIONS_ACTIVITY,
     PLAN_ACTIVITY,
@@ -72,6 +81,8 @@ MAX_CEILING_DECISIONS = 4096
 """Ceiling decisions a worker keeps (one per tool and capability set it has run); a tool whose
 capabilities depend on its arguments has a few sets, so this is never reached in practice."""
 _EXPECTED_CODES = frozenset(code.value for code in ErrorCode) - {ErrorCode.INTERNAL.value}
+_APPROVALS = frozenset({AttestedDecision.APPROVED, AttestedDecision.GRANTED})
+"""Decisions that carry an approval the deployment's ceiling may require."""
 
 
 class ToolRuntime:
@@ -92,8 +103,8 @@ class ToolRuntime:
         """``approvers`` and ``webhooks`` (names) go into every plan: who may decide a call, and
         whom to tell that it waits. ``result_bytes``: the most a result or preview may be,
         measured as its payload after the worker's converter and ``codec`` (the one its data
-        converter applies). ``attestor``: the deployment's ``[inline]`` keys; without it no
-        inline call runs a tool activity here."""
+        converter applies). ``attestor``: the deployment's attestation keys; every worker of a
+        deployment needs the same (without one, keys of this runtime's own)."""
         self.catalog = catalog
         self.ceiling = ceiling or default_ceiling()
         self._ceiling_decisions: dict[tuple[str, tuple[str, ...]], policy.Decision] = {}
@@ -103,7 +114,7 @@ class ToolRuntime:
         self._instances: dict[type, object] = dict(instances or {})
         self.result_bytes = result_bytes
         self.codec = codec
-        self.attestor = attestor
+        self.attestor = attestor or Attestor.ephemeral()
 
     def _instance(self, spec: ToolSpec) -> object:
         assert spec.implementation is not None
@@ -120,12 +131,10 @@ class ToolRuntime:
             outcome, args = self.catalog.plan_call(
                 input, self.ceiling, local, self.approvers, self.webhooks
             )
-            if input.inline and outcome.plan is not None and self.attestor is not None:
-                planned = outcome.plan
-                attestation = self.attestor.issue(
-                    activity.info(), input.call_id or "", planned.digest, planned.visible_tools
-                )
-                outcome = outcome.model_copy(update={"attestation": attestation})
+            if outcome.plan is not None:
+                attestation = self._plan_attestation(input, outcome.plan)
+                if attestation is not None:
+                    outcome = outcome.model_copy(update={"attestation": attestation})
             if (
                 input.run
                 and outcome.plan is not None
@@ -139,7 +148,23 @@ class ToolRuntime:
         async def definitions(request: DefinitionsRequest) -> Definitions:
             return self.definitions(request)
 
-        return [plan, definitions]
+        return [plan, definitions, *self.attestor.activities()]
+
+    def _plan_attestation(self, input: PlanInput, plan: CallPlan) -> Attestation | None:
+        """The deployment's word on ``plan`` for the run that asked: ``inline`` for whoever asks
+        for it, ``planned`` only for ``ToolCallWorkflow`` on this worker (a local activity)."""
+        info = activity.info()
+        run = Run.of(info)
+        if run is None:
+            return None
+        if input.inline:
+            decision = AttestedDecision.INLINE
+        elif by_deployment_workflow(info):
+            decision = AttestedDecision.PLANNED
+        else:
+            return None
+        claim = Claim(input.call_id or "", plan.digest, plan.visible_tools, decision)
+        return self.attestor.issue(run, claim)
 
     async def _run_in_plan(
         self, outcome: PlanOutcome, args: ToolArgs, input: PlanInput
@@ -287,17 +312,18 @@ class ToolRuntime:
 
     def _admit(self, spec: ToolSpec, input: ExecuteInput, *, execute: bool) -> ToolArgs:
         """The validated arguments, once the call is shown to be the one planned and allowed."""
-        info = activity.info()
-        inline = info.workflow_type != WORKFLOW_NAME
-        if inline:
-            # Another workflow runs only a call the deployment planned for that very run.
-            problem = (
-                self.attestor.problem(info, input)
-                if self.attestor is not None
-                else no_inline_calls(info.workflow_type, input)
-            )
-            if problem is not None:
-                raise tool_error(ErrorCode.POLICY_DENIED, f"{spec.name}: {problem}")
+        attestation = input.attestation
+        problem = self.attestor.problem(
+            Run.of(activity.info()),
+            attestation,
+            Claim(input.call_id, input.digest, input.visible_tools),
+            utc_now(),
+        )
+        if problem is None and attestation is not None and not runs_tools(attestation.decision):
+            problem = f"its attestation is of a {attestation.decision.value}, not of a call"
+        if problem is not None or attestation is None:
+            raise refused(f"{spec.name}: the deployment did not plan this call: {problem}")
+        inline = attestation.decision is AttestedDecision.INLINE
         try:
             args = spec.arguments.model_validate(input.arguments)
         except ValidationError as exc:
@@ -326,7 +352,13 @@ class ToolRuntime:
             )
         if execute and decision.effect is Effect.REQUIRE_APPROVAL:
             approval = input.approval
-            if approval is None or not approval.approved or approval.digest != input.digest:
+            if (
+                approval is None
+                or not approval.approved
+                or approval.digest != input.digest
+                or attestation.decision not in _APPROVALS
+                or attestation.approver != approval.approver
+            ):
                 raise tool_error(
                     ErrorCode.POLICY_DENIED,
                     f"{spec.name}: the deployment requires an approval for this call "
@@ -367,6 +399,11 @@ def _expected_failures(activity_name: str, input: ExecuteInput) -> Iterator[None
             next_retry_delay=err.next_retry_delay,
             category=ApplicationErrorCategory.BENIGN,
         ) from None
+
+
+def runs_tools(decision: AttestedDecision) -> bool:
+    """Whether an attestation of ``decision`` lets a tool activity run (a grant's does not)."""
+    return decision is not AttestedDecision.GRANT
 
 
 def _runs_in_plan(plan: CallPlan, input: PlanInput) -> bool:

@@ -30,6 +30,7 @@ from toolcalls.worker.mcp.settings import McpSection
 from toolcalls.worker.payloads.settings import CodecSection, PayloadsSection
 from toolcalls.worker.sections import (
     ActivitiesSection,
+    AttestationSection,
     CeilingSection,
     DevSection,
     InlineSection,
@@ -74,8 +75,10 @@ class BaseConfig(_Section):
     # history (worker/payloads/settings.py).
     codec: CodecSection = Field(default_factory=CodecSection)
     payloads: PayloadsSection = Field(default_factory=PayloadsSection)
+    attestation: AttestationSection = Field(default_factory=AttestationSection)
+    """The deployment's keys that attest what its workflow decided (worker/sections.py)."""
     inline: InlineSection = Field(default_factory=InlineSection)
-    """Keys that attest inline calls' plans (worker/sections.py)."""
+    """The former name of ``[attestation]``."""
     # What operators see: the log lines' format, the metrics and health endpoint
     # (worker/telemetry/settings.py).
     log_format: LogFormat = LogFormat.TEXT

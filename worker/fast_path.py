@@ -38,6 +38,7 @@ TESTED_TEMPORALIO = ("1.35.0",)
 PASSTHROUGH_MODULES = (
     "toolcalls.workflows.models.call",
     "toolcalls.workflows.models.approval",
+    "toolcalls.workflows.models.attest",
     "toolcalls.workflows.rules.policy",
     "pydantic",
     "pydantic_core",

@@ -30,9 +30,9 @@ from toolcalls.activities.catalog import Catalog
 from toolcalls.activities.families import BUILTIN_FAMILIES
 from toolcalls.activities.family import AnyFamily, Resources
 from toolcalls.activities.grants import GrantFinder
-from toolcalls.activities.inline import Attestor
 from toolcalls.activities.notifications import Notifier
 from toolcalls.activities.runtime import ToolRuntime
+from toolcalls.worker.attestation import deployment_attestor
 from toolcalls.worker.config import Config, ConfigError, build_catalog
 from toolcalls.worker.fast_path import (
     fast_executor,
@@ -43,7 +43,6 @@ from toolcalls.worker.fast_path import (
 )
 from toolcalls.worker.inbox.settings import with_inbox_groups
 from toolcalls.worker.payloads.converter import PayloadPipeline, payload_pipeline
-from toolcalls.worker.payloads.keys import KeysError, load_keys
 from toolcalls.worker.telemetry.tracing import (
     TracingUnavailable,
     install_tracer_provider,
@@ -183,6 +182,7 @@ class ToolCallsPlugin(SimplePlugin):
             prebuilt=self._instances,
             environ=self._environ,
         )
+        attestor = deployment_attestor(deployment, self._environ)
         runtime = ToolRuntime(
             served.catalog,
             deployment.ceiling_policy(),
@@ -191,7 +191,7 @@ class ToolCallsPlugin(SimplePlugin):
             webhooks=[webhook.name for webhook in deployment.notifications.webhooks],
             result_bytes=deployment.payloads.result_bytes,
             codec=client.data_converter.payload_codec,
-            attestor=inline_attestor(deployment, self._environ),
+            attestor=attestor,
             instances={**built, **self._instances},
         )
         activities = runtime.tool_activities(served.tools)
@@ -200,9 +200,12 @@ class ToolCallsPlugin(SimplePlugin):
             activities += runtime.workflow_activities(local if served.workflows else ())
         if served.workflows:
             # The workflow's own helpers: the standing-grant lookup and the notifications.
-            activities += GrantFinder(client).activities()
+            activities += GrantFinder(client, attestor).activities()
             activities += Notifier(
-                deployment.notifications, namespace=client.namespace, environ=self._environ
+                deployment.notifications,
+                namespace=client.namespace,
+                environ=self._environ,
+                attestor=attestor,
             ).activities()
             config["workflows"] = [*config.get("workflows", ()), *OWN_WORKFLOWS]
             isolate = deployment.worker.isolate_workflows
@@ -275,28 +278,6 @@ class ToolCallsPlugin(SimplePlugin):
         settings = client.config()
         settings["data_converter"] = converter
         return Client(**settings)
-
-
-def inline_attestor(config: Config, environ: Mapping[str, str]) -> Attestor | None:
-    """The ``[inline]`` keys as an ``Attestor``; ``None`` without keys (no inline tool calls).
-
-    Raises:
-        ConfigError: the keys cannot be read or are malformed (the message names the key id).
-    """
-    section = config.inline
-    if section.keys_env is None and section.keys_file is None:
-        return None
-    try:
-        keyring = load_keys(
-            keys_env=section.keys_env,
-            keys_file=section.keys_file,
-            environ=environ,
-            section="inline",
-            use="an inline key",
-        )
-    except KeysError as exc:
-        raise ConfigError(str(exc)) from None
-    return Attestor(keyring.keys)
 
 
 def build_instances(

@@ -144,13 +144,16 @@ class DevSection(_Section):
     namespace: str = "default"
 
 
-class InlineSection(_Section):
-    """``[inline]``: the keys that let workflows other than ``ToolCallWorkflow`` run planned
-    calls themselves (``ToolCalls(inline=True)``). Without keys such calls run as children.
+class AttestationSection(_Section):
+    """``[attestation]``: the deployment's keys, with which its own worker vouches for what its
+    ``ToolCallWorkflow`` decided (plans, approvals, grants, notifications) and for the plans of
+    inline calls (``ToolCalls(inline=True)``); every tool activity checks them.
 
     The keys are ``id=base64key`` pairs (32 random bytes each), newest first, like ``[codec]``
-    keys; every worker of the deployment needs them (the plan signs, the tools verify), no
-    application worker does.
+    keys; every worker of the deployment needs the same ones (the workflow's worker signs, the
+    tools' workers verify), no application worker does. Without keys a worker makes one at first
+    start in ``state_dir`` (``attestation.keys``) and keeps it: enough for workers that share one
+    state directory; a deployment with workers on several machines sets the keys here.
     """
 
     keys_env: str | None = None
@@ -168,3 +171,11 @@ class InlineSection(_Section):
         if self.keys_env is not None and self.keys_file is not None:
             raise ValueError("set keys_env or keys_file, not both")
         return self
+
+    @property
+    def configured(self) -> bool:
+        return self.keys_env is not None or self.keys_file is not None
+
+
+class InlineSection(AttestationSection):
+    """``[inline]``: the former name of ``[attestation]``, still read when that has no keys."""

@@ -3,7 +3,9 @@
 The workflows here are stand-ins that call tool activities directly, as a buggy or hostile caller
 would: ``ForeignWorkflow`` is not ``ToolCallWorkflow`` at all, and ``ImpostorToolCallWorkflow``
 carries the name ``ToolCallWorkflow`` but none of its checks, so only the activities' own guard
-stands between the input it sends and the tool.
+stands between the input it sends and the tool. Where a test needs a call the deployment did
+attest (to reach the guard's later checks), the stand-in first asks ``VOUCH``, an activity of the
+test's worker that signs with the runtime's own keys, as the deployment's workflow would have.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel, Field
-from temporalio import workflow
+from temporalio import activity, workflow
 from temporalio.client import Client
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -32,6 +34,7 @@ from tests.support.tools import (
     SleepResult,
     WriteArgs,
 )
+from toolcalls.activities.attestations import Claim, Run
 from toolcalls.activities.base import CallContext
 from toolcalls.activities.capabilities import default_ceiling
 from toolcalls.activities.catalog import Catalog, CatalogSettings
@@ -40,6 +43,7 @@ from toolcalls.activities.runtime import ToolRuntime
 from toolcalls.worker.payloads.codec import EncryptionCodec
 from toolcalls.worker.payloads.keys import parse_keys
 from toolcalls.workflows.models.approval import ApprovalRecord, Prepared, PreviewArtifact
+from toolcalls.workflows.models.attest import Attestation, AttestedDecision, AttestInput
 from toolcalls.workflows.models.call import (
     WORKFLOW_NAME,
     CapabilityPolicy,
@@ -55,9 +59,14 @@ BIG_PREVIEW = "big preview"
 FOREIGN = "ForeignWorkflow"
 
 
+VOUCH = "test.vouch"
+
+
 class Attempt(BaseModel):
     activity: str
     input: ExecuteInput
+    vouch: AttestInput | None = None
+    """Have the deployment's keys attest this for the run first (``VOUCH``)."""
 
 
 class Outcome(BaseModel):
@@ -68,10 +77,19 @@ class Outcome(BaseModel):
 
 
 async def _attempt(attempt: Attempt) -> Outcome:
+    sent = attempt.input
+    if attempt.vouch is not None:
+        attestation = await workflow.execute_activity(
+            VOUCH,
+            attempt.vouch,
+            result_type=Attestation,
+            start_to_close_timeout=timedelta(seconds=20),
+        )
+        sent = sent.model_copy(update={"attestation": attestation})
     try:
         output = await workflow.execute_activity(
             attempt.activity,
-            attempt.input,
+            sent,
             start_to_close_timeout=timedelta(seconds=20),
             retry_policy=RetryPolicy(maximum_attempts=1),
         )
@@ -128,11 +146,28 @@ async def tool_worker(
     ``options`` go to ``ToolRuntime`` (``result_bytes``, ``codec``)."""
     probes = CountingProbes()
     runtime = ToolRuntime(CATALOG, ceiling, instances={ProbeTools: probes}, **options)
+
+    @activity.defn(name=VOUCH)
+    async def vouch(claim: AttestInput) -> Attestation:
+        run = Run.of(activity.info())
+        assert run is not None
+        return runtime.attestor.issue(
+            run,
+            Claim(
+                claim.call_id,
+                claim.digest,
+                claim.visible_tools,
+                claim.decision,
+                claim.approver,
+                claim.expires_at,
+            ),
+        )
+
     async with Worker(
         client,
         task_queue=task_queue,
         workflows=[ForeignWorkflow, ImpostorToolCallWorkflow],
-        activities=runtime.tool_activities(),
+        activities=[*runtime.tool_activities(), vouch],
         workflow_runner=UnsandboxedWorkflowRunner(),
     ):
         yield probes
@@ -168,6 +203,25 @@ def approval(digest: str, *, approved: bool = True) -> ApprovalRecord:
     )
 
 
+AUTO = "auto"
+
+
+def vouched(input: ExecuteInput) -> AttestInput:
+    """What ``ToolCallWorkflow`` would have had attested for ``input``: its approval, if it
+    carries one, else its plan."""
+    approval = input.approval
+    decision = AttestedDecision.PLANNED
+    if approval is not None and approval.approved:
+        decision = AttestedDecision.APPROVED
+    return AttestInput(
+        call_id=input.call_id,
+        digest=input.digest,
+        visible_tools=input.visible_tools,
+        decision=decision,
+        approver=approval.approver if decision is AttestedDecision.APPROVED and approval else None,
+    )
+
+
 async def attempt(
     client: Client,
     task_queue: str,
@@ -175,10 +229,14 @@ async def attempt(
     *,
     activity: str | None = None,
     workflow_type: str = WORKFLOW_NAME,
+    vouch: AttestInput | str | None = AUTO,
 ) -> Outcome:
+    """Run ``input`` through a stand-in workflow; by default attested as ``vouched`` says."""
+    claim = vouched(input) if vouch == AUTO else vouch
+    assert not isinstance(claim, str)
     outcome: Outcome = await client.execute_workflow(
         workflow_type,
-        Attempt(activity=activity or input.tool, input=input),
+        Attempt(activity=activity or input.tool, input=input, vouch=claim),
         result_type=Outcome,
         id=f"runtime-{uuid.uuid4()}",
         task_queue=task_queue,
@@ -187,28 +245,66 @@ async def attempt(
     return outcome
 
 
-async def test_only_tool_call_workflow_may_run_a_tool(client: Client, task_queue: str) -> None:
+NOT_ATTESTED = "the deployment did not plan this call: it carries no attestation of the deployment"
+
+
+async def test_a_tool_runs_only_what_the_deployment_attested(
+    client: Client, task_queue: str
+) -> None:
     echo = planned("probe_echo", {"text": "hi"})
+    write = planned("probe_write", {"token": "t"})
     async with tool_worker(client, task_queue, ALLOW_ALL) as probes:
-        foreign = await attempt(client, task_queue, echo, workflow_type=FOREIGN)
-        foreign_prepare = await attempt(
-            client,
-            task_queue,
-            planned("probe_write", {"token": "t"}),
-            activity=PREPARE_WRITE,
-            workflow_type=FOREIGN,
+        # A workflow named ToolCallWorkflow proves nothing: without the deployment's word on the
+        # call, nothing runs, prepare included.
+        impostor = await attempt(client, task_queue, echo, vouch=None)
+        impostor_prepare = await attempt(
+            client, task_queue, write, activity=PREPARE_WRITE, vouch=None
         )
+        foreign = await attempt(client, task_queue, echo, workflow_type=FOREIGN, vouch=None)
+        # A grant's attestation is not a call's.
+        grant = vouched(echo).model_copy(update={"decision": AttestedDecision.GRANT})
+        as_grant = await attempt(client, task_queue, echo, vouch=grant)
         assert probes.runs == {}
-        # The same input from a workflow of the right type runs: the type alone made the difference.
         same = await attempt(client, task_queue, echo)
-    for refused, tool in ((foreign, "probe_echo"), (foreign_prepare, "probe_write")):
+    for refused, tool in (
+        (impostor, "probe_echo"),
+        (impostor_prepare, "probe_write"),
+        (foreign, "probe_echo"),
+    ):
         assert refused.error_type == "policy_denied"
-        assert refused.message == (
-            f"{tool}: tool activities run only inside ToolCallWorkflow, not 'ForeignWorkflow'"
-        )
+        assert refused.message == f"{tool}: {NOT_ATTESTED}"
+    assert as_grant.error_type == "policy_denied"
+    assert as_grant.message == (
+        "probe_echo: the deployment did not plan this call: its attestation is of a grant, "
+        "not of a call"
+    )
     assert same.error_type is None
     assert same.output == {"text": "hi"}
     assert probes.runs == {"probe_echo": 1}
+
+
+async def test_an_approval_counts_only_as_the_deployment_attested_it(
+    client: Client, task_queue: str
+) -> None:
+    write = planned("probe_write", {"token": "t"})
+    approved = write.model_copy(update={"approval": approval(write.digest)})
+    required = (
+        "probe_write: the deployment requires an approval for this call "
+        "(filesystem.write: require_approval (deployment rule filesystem.write))"
+    )
+    async with tool_worker(client, task_queue, default_ceiling()) as probes:
+        # A made-up approval on an attested plan: the plan is genuine, the approval is not.
+        made_up = await attempt(client, task_queue, approved, vouch=vouched(write))
+        # The deployment attested an approval, but by someone else than the record names.
+        other = vouched(approved).model_copy(update={"approver": "mallory"})
+        someone_else = await attempt(client, task_queue, approved, vouch=other)
+        assert probes.runs == {}
+        ran = await attempt(client, task_queue, approved)
+    for refused in (made_up, someone_else):
+        assert refused.error_type == "policy_denied"
+        assert refused.message == required
+    assert ran.error_type is None
+    assert probes.runs == {"probe_write": 1}
 
 
 @pytest.mark.parametrize(

@@ -30,10 +30,10 @@ ParentHandle = WorkflowHandle[AgentParent, ParentOutput]
 def inline_config(
     task_queue: str, monkeypatch: pytest.MonkeyPatch | None, **sections: Any
 ) -> Config:
-    """A test deployment on ``task_queue``; with ``monkeypatch``, it has ``[inline]`` keys."""
+    """A test deployment on ``task_queue``; with ``monkeypatch``, it has ``[attestation]`` keys."""
     if monkeypatch is not None:
         monkeypatch.setenv(KEYS_ENV, keys("i2", "i1"))
-        sections["inline"] = {"keys_env": KEYS_ENV}
+        sections["attestation"] = {"keys_env": KEYS_ENV}
     return make_config(task_queue, **sections)
 
 

@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -348,7 +349,7 @@ async def test_an_approver_edits_an_inline_call_before_approving(
 
 
 async def test_calls_the_inline_path_cannot_carry_run_as_children(
-    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     calls = ToolCallClient(client, task_queue=task_queue)
     # The default ceiling holds writes for approval: the deployment's own workflow waits for it.
@@ -371,9 +372,11 @@ async def test_calls_the_inline_path_cannot_carry_run_as_children(
     assert probes.runs == {"probe_write": 1}
     assert (await history_types(parent)).count(CHILD_STARTED) == 1
 
-    # Without [inline] keys nothing but the plan itself may run a tool for the parent.
+    # A deployment that names no keys attests with the one it keeps in its state directory.
     echo = ToolCallRequest(tool="probe_echo", arguments={"text": "hi"}, call_id="e")
-    async with running_worker(client, make_config(task_queue)), app_worker(client) as queue:
+    state = tmp_path / "state"
+    config = make_config(task_queue, state_dir=str(state))
+    async with running_worker(client, config), app_worker(client) as queue:
         parent = await start_parent(
             client, queue, ParentInput(task_queue=task_queue, batches=[[echo]], inline=True)
         )
@@ -381,4 +384,5 @@ async def test_calls_the_inline_path_cannot_carry_run_as_children(
     [result] = output.results
     assert result.status is CallStatus.COMPLETED
     assert result.output == {"text": "hi"}
-    assert (await history_types(parent)).count(CHILD_STARTED) == 1
+    assert (await history_types(parent)).count(CHILD_STARTED) == 0
+    assert (state / "attestation.keys").stat().st_mode & 0o777 == 0o600

@@ -25,11 +25,12 @@ from tests.support.inline import inline_config
 from toolcalls.activities.catalog import call_digest
 from toolcalls.worker.plugin import sandbox_runner
 from toolcalls.workflows.models.approval import ApprovalRecord
-from toolcalls.workflows.models.call import ExecuteInput, InlineAttestation, PlanInput, PlanOutcome
+from toolcalls.workflows.models.attest import Attestation
+from toolcalls.workflows.models.call import ExecuteInput, PlanInput, PlanOutcome
 
 ALLOW_WRITES = {"default_effect": "allow"}
 HOLD_WRITES = {"default_effect": "allow", "rules": {"filesystem.write": "require_approval"}}
-NOT_PLANNED = "the inline call's attestation is not the deployment's for this workflow run"
+NOT_PLANNED = "its attestation is not the deployment's for this workflow run, call and decision"
 
 
 @asynccontextmanager
@@ -81,8 +82,8 @@ async def test_a_tool_runs_only_with_the_attestation_of_its_own_plan(
         elsewhere = PlanOutcome.model_validate(planned_elsewhere.output).attestation
         assert elsewhere is not None
         assert elsewhere.key_id == "i2"  # the newest key signs
-        forged = InlineAttestation(key_id="i2", signature="0" * 64)
-        unknown = InlineAttestation(key_id="k9", signature=elsewhere.signature)
+        forged = Attestation(key_id="i2", signature="0" * 64)
+        unknown = Attestation(key_id="k9", signature=elsewhere.signature)
         results = await run_steps(
             client,
             queue,
@@ -109,13 +110,14 @@ async def test_a_tool_runs_only_with_the_attestation_of_its_own_plan(
     )
     assert missing.error_type == "policy_denied"
     assert missing.message == (
-        "probe_write: tool activities run only inside ToolCallWorkflow, not 'DirectCaller'"
+        "probe_write: the deployment did not plan this call: "
+        "it carries no attestation of the deployment"
     )
     for refused in (other_run, bad_signature, other_call, other_args, prepare):
         assert refused.error_type == "policy_denied", refused
         assert NOT_PLANNED in refused.message
     assert other_key.error_type == "policy_denied"
-    assert "names key 'k9', which is not one of this worker's [inline] keys" in other_key.message
+    assert "names key 'k9', which is not one of this worker's attestation keys" in other_key.message
     assert plan.error_type is None
     # Its own plan's attestation, for the very call and arguments planned: the tool runs, once.
     assert ok.error_type is None, ok.message
@@ -150,7 +152,7 @@ async def test_an_attested_call_still_needs_the_ceilings_approval_and_keys(
                 # A genuine attestation and a made-up approval: the ceiling's approval is the
                 # deployment's to record, in its own workflow.
                 tool_step(task_queue, write_input("t", approval=approval), attest=True),
-                # A worker without [inline] keys runs no inline call at all.
+                # A worker with keys of its own (none configured) runs none of the deployment's.
                 tool_step(keyless, write_input("t"), attest=True),
             ],
         )
@@ -160,8 +162,9 @@ async def test_an_attested_call_still_needs_the_ceilings_approval_and_keys(
     assert held.message.startswith("probe_write: the deployment requires an approval for this call")
     assert held.message.endswith("which only ToolCallWorkflow records")
     assert no_keys.error_type == "policy_denied"
-    assert (
-        no_keys.message == "probe_write: this worker runs no inline calls: it has no [inline] keys"
+    assert no_keys.message == (
+        "probe_write: the deployment did not plan this call: its attestation names key 'i2', "
+        "which is not one of this worker's attestation keys"
     )
     assert probes.runs == {}
     assert keyless_probes.runs == {}

@@ -201,64 +201,51 @@ async def _total(calls: ToolCallClient, timeout: float = 20) -> int:
     return last
 
 
-async def test_inline_approvals_keep_the_approvers_rules_and_notify(
+async def test_inline_approvals_keep_the_approvers_rules(
     client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls = ToolCallClient(client, task_queue=task_queue)
-    with serve({"/hook": text("ok")}) as server:
-        config = inline_config(
-            task_queue,
-            monkeypatch,
-            approvers={
-                "rules": {"calculator": {"approvers": ["alice", "carol"], "min_approvals": 2}},
-                "max_grant_seconds": 3600,
-            },
-            notifications={
-                "webhooks": [
-                    {"name": "ops", "url": server.url("/hook"), "allow_private_address": True}
-                ]
-            },
+    config = inline_config(
+        task_queue,
+        monkeypatch,
+        approvers={
+            "rules": {"calculator": {"approvers": ["alice", "carol"], "min_approvals": 2}},
+            "max_grant_seconds": 3600,
+        },
+    )
+    async with running_worker(client, config), app_worker(client) as queue:
+        parent = await start_parent(
+            client,
+            queue,
+            ParentInput(
+                task_queue=task_queue,
+                batches=[
+                    [ToolCallRequest(tool="calculator", arguments={"expression": "3"}, call_id="a")]
+                ],
+                policy=ECHO_NEEDS_APPROVAL,
+                inline=True,
+            ),
         )
-        async with running_worker(client, config), app_worker(client) as queue:
-            parent = await start_parent(
-                client,
-                queue,
-                ParentInput(
-                    task_queue=task_queue,
-                    batches=[
-                        [
-                            ToolCallRequest(
-                                tool="calculator", arguments={"expression": "3"}, call_id="a"
-                            )
-                        ]
-                    ],
-                    policy=ECHO_NEEDS_APPROVAL,
-                    inline=True,
-                ),
-            )
-            call = f"{parent.id}/tools/a"
-            waiting = await listed(calls, call)
-            assert waiting.approval is not None
-            assert waiting.approval.approvers == ["alice", "carol"]
-            assert waiting.approval.max_grant is None  # no standing grants inline
-            by_bob = await calls.approve(call, approver="bob")
-            remembered = await calls.approve(
-                call, approver="alice", remember=GrantTerms(duration=timedelta(hours=1))
-            )
-            by_alice = await calls.approve(call, approver="alice")
-            # One of two approvals: the parent's memo shows it, as a child's would.
-            for _ in range(100):
-                listed_now = await calls.pending_approval(call)
-                if listed_now.approved_by:
-                    break
-                await asyncio.sleep(0.1)
-            assert listed_now.approved_by == ["alice"]
-            by_carol = await calls.approve(call, approver="carol")
-            output = await asyncio.wait_for(parent.result(), 30)
-            for _ in range(100):  # the notification runs beside the wait
-                if server.requests:
-                    break
-                await asyncio.sleep(0.05)
+        call = f"{parent.id}/tools/a"
+        waiting = await listed(calls, call)
+        assert waiting.inline
+        assert waiting.approval is not None
+        assert waiting.approval.approvers == ["alice", "carol"]
+        assert waiting.approval.max_grant is None  # no standing grants inline
+        by_bob = await calls.approve(call, approver="bob")
+        remembered = await calls.approve(
+            call, approver="alice", remember=GrantTerms(duration=timedelta(hours=1))
+        )
+        by_alice = await calls.approve(call, approver="alice")
+        # One of two approvals: the parent's memo shows it, as a child's would.
+        for _ in range(100):
+            listed_now = await calls.pending_approval(call)
+            if listed_now.approved_by:
+                break
+            await asyncio.sleep(0.1)
+        assert listed_now.approved_by == ["alice"]
+        by_carol = await calls.approve(call, approver="carol")
+        output = await asyncio.wait_for(parent.result(), 30)
     assert by_bob.delivery is Delivery.REJECTED
     assert by_bob.reason is not None
     assert "'bob' may not decide" in by_bob.reason
@@ -269,8 +256,49 @@ async def test_inline_approvals_keep_the_approvers_rules_and_notify(
     [result] = output.results
     assert result.status is CallStatus.COMPLETED
     assert [record.approver for record in result.approvals] == ["alice", "carol"]
+    assert (await history_types(parent)).count(CHILD_STARTED) == 0
+
+
+async def test_an_inline_call_whose_wait_notifies_runs_as_a_child(
+    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Only ToolCallWorkflow's notifications are attested: a wait the deployment's webhooks are
+    # told of is its own, so the parent hands the call to a child.
+    calls = ToolCallClient(client, task_queue=task_queue)
+    with serve({"/hook": text("ok")}) as server:
+        config = inline_config(
+            task_queue,
+            monkeypatch,
+            notifications={
+                "webhooks": [
+                    {"name": "ops", "url": server.url("/hook"), "allow_private_address": True}
+                ]
+            },
+        )
+        async with running_worker(client, config), app_worker(client) as queue:
+            request = ToolCallRequest(tool="calculator", arguments={"expression": "3"}, call_id="a")
+            parent = await start_parent(
+                client,
+                queue,
+                ParentInput(
+                    task_queue=task_queue,
+                    batches=[[request]],
+                    policy=ECHO_NEEDS_APPROVAL,
+                    inline=True,
+                ),
+            )
+            call = f"{parent.id}/tools/a"
+            waiting = await listed(calls, call)
+            assert not waiting.inline  # a call of its own
+            assert (await calls.approve(call, approver="alice")).delivery is Delivery.ACCEPTED
+            output = await asyncio.wait_for(parent.result(), 30)
+            for _ in range(100):  # the notification runs beside the wait
+                if server.requests:
+                    break
+                await asyncio.sleep(0.05)
+    [result] = output.results
+    assert result.status is CallStatus.COMPLETED
+    assert result.workflow_id == call
+    assert (await history_types(parent)).count(CHILD_STARTED) == 1
     [posted] = [json.loads(seen.body) for seen in server.requests]
-    assert posted["event"] == "waiting"
-    assert posted["workflow_id"] == call
-    assert posted["call_id"] == "a"
-    assert posted["approvers"] == ["alice", "carol"]
+    assert (posted["event"], posted["workflow_id"], posted["call_id"]) == ("waiting", call, "a")

@@ -326,5 +326,6 @@ async def test_an_allowed_pure_tool_runs_inside_its_plan(client: Client, task_qu
     assert failed.error.code is ErrorCode.EXECUTION_FAILED
     assert "division by zero" in failed.error.message
     # A call that needs an approval never runs in its plan: after the approval, its activity.
+    # Its markers: the plan, the approval's attestation (and the patch that added it), the tool.
     assert approved.status is CallStatus.COMPLETED
-    assert (await history_types(gated)).count(EventType.EVENT_TYPE_MARKER_RECORDED) == 2
+    assert (await history_types(gated)).count(EventType.EVENT_TYPE_MARKER_RECORDED) == 4

@@ -179,7 +179,7 @@ class ApprovalFlow(GrantsAndNotices):
         if plan.prepare:
             self._set_phase(Phase.PREPARING)
             prepared = await self._activity(
-                plan, prepare_activity_name(plan.tool), self._execute_input(plan), Prepared
+                plan, prepare_activity_name(plan.tool), await self._tool_input(plan), Prepared
             )
             preview = prepared.preview
             self._precondition = prepared.precondition

@@ -35,6 +35,7 @@ from toolcalls.workflows.call.parts import (
     _non_finite,
 )
 from toolcalls.workflows.models.approval import ApprovalRecord, ApprovalRequest, ArgumentEdit
+from toolcalls.workflows.models.attest import Attestation
 from toolcalls.workflows.models.call import (
     MEMO_PENDING_APPROVAL,
     MEMO_PENDING_QUESTION,
@@ -96,6 +97,9 @@ class CallBase:
         self._precondition: dict[str, object] | None = None
         self._pending_question: UserQuestion | None = None
         self._answer: UserAnswer | None = None
+        self._attestations: dict[str, Attestation] = {}
+        """The deployment's word on each digest this run may run: its plan's, then its approval's
+        (``toolcalls.workflows.call.attested``)."""
         self._waited = timedelta(0)
         self._ran = timedelta(0)
         self._result: ToolCallResult | None = None
@@ -158,6 +162,8 @@ class CallBase:
             raise _Ended(
                 self._end(CallStatus.FAILED, ErrorCode.INTERNAL, f"planning failed: {err.cause}")
             ) from None
+        if outcome.plan is not None and outcome.attestation is not None:
+            self._attestations[outcome.plan.digest] = outcome.attestation
         return outcome
 
     async def _activity(
@@ -283,6 +289,7 @@ class CallBase:
             approval=self._approval,
             precondition=self._precondition,
             visible_tools=plan.visible_tools,
+            attestation=self._attestations.get(plan.digest),
         )
 
     async def _wait(self, done: Callable[[], bool], timeout: timedelta | None) -> bool:

@@ -17,9 +17,10 @@ from temporalio.common import RetryPolicy, SearchAttributePair, TypedSearchAttri
 from temporalio.exceptions import ActivityError
 from temporalio.workflow import ParentClosePolicy
 
-from toolcalls.workflows.call.base import CallBase
+from toolcalls.workflows.call.attested import Attested
 from toolcalls.workflows.call.grants import GrantWorkflow
 from toolcalls.workflows.models.approval import ApprovalRecord, DecisionInput, PreviewArtifact
+from toolcalls.workflows.models.attest import AttestedDecision, AttestInput
 from toolcalls.workflows.models.call import (
     NOTIFY_ACTIVITY,
     SEARCH_GRANT_SCOPE,
@@ -35,6 +36,7 @@ from toolcalls.workflows.models.grant import (
     FoundGrant,
     Grant,
     GrantQuery,
+    grant_terms,
     grant_workflow_id,
     scope_key,
 )
@@ -47,7 +49,7 @@ NOTIFY_RETRY = RetryPolicy(
 MAX_SUMMARY_CHARS = 500
 
 
-class GrantsAndNotices(CallBase):
+class GrantsAndNotices(Attested):
     """Grants and notifications for the approval wait."""
 
     _notifications: list[asyncio.Task[None]]
@@ -126,6 +128,17 @@ class GrantsAndNotices(CallBase):
             granted_in=self._workflow_id,
             request_id=record.request_id,
         )
+        if self._attests():
+            claim = AttestInput(
+                call_id="",
+                digest="",
+                decision=AttestedDecision.GRANT,
+                approver=grant.approver,
+                expires_at=grant.expires_at,
+                terms=grant_terms(grant),
+            )
+            attestation = await self._attest(claim, "the grant")
+            grant = grant.model_copy(update={"attestation": attestation})
         await workflow.start_child_workflow(
             GrantWorkflow.run,
             grant,
@@ -172,6 +185,9 @@ class GrantsAndNotices(CallBase):
                 approvers=pending.approvers_shown or pending.approvers,
                 requested_at=pending.requested_at,
                 expires_at=pending.expires_at,
+                digest=plan.digest,
+                visible_tools=plan.visible_tools,
+                attestation=self._attestations.get(plan.digest),
             )
             # Beside the wait: a webhook that fails or retries never holds up the call.
             self._notifications.append(asyncio.create_task(self._post(notification)))

@@ -14,8 +14,10 @@ of the parent workflow, with what only a workflow of its own could do replaced:
 
 A call the inline path cannot carry is handed back to the parent, which runs it as a child
 ``ToolCallWorkflow``: one the deployment's ceiling holds for approval (the deployment's own
-approvals are enforced by the deployment's own workflow), or one that needs a tool activity when
-the deployment issues no attestations (no ``[inline]`` keys). See docs/design.md.
+approvals are enforced by the deployment's own workflow), one whose approval wait would notify the
+deployment's webhooks (only ``ToolCallWorkflow`` may), or one that needs a tool activity when the
+plan came without an attestation (a deployment worker from before attestations). See
+docs/design.md.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from temporalio.exceptions import (
 from toolcalls.workflows.call.parts import _Ended
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.approval import DecisionInput
+from toolcalls.workflows.models.attest import ATTEST_PATCH
 from toolcalls.workflows.models.call import (
     PLAN_ACTIVITY,
     CallPlan,
@@ -43,7 +46,6 @@ from toolcalls.workflows.models.call import (
     Effect,
     ErrorCode,
     ExecuteInput,
-    InlineAttestation,
     Phase,
     PlanInput,
     PlanOutcome,
@@ -60,6 +62,11 @@ PLAN_TIMEOUT = timedelta(seconds=10)
 NO_GRANTS = (
     "an inline call's approval cannot be remembered: standing grants come only from calls run as "
     "child workflows"
+)
+
+NOTIFIES = (
+    "waits for an approval the deployment's webhooks are told of, and only a ToolCallWorkflow "
+    "may post to them"
 )
 
 Charge = Callable[[list[str]], Awaitable[str | None]]
@@ -100,8 +107,6 @@ class InlineCall(ToolCallWorkflow):
         self._notify_queue = task_queue
         self._publisher = publisher
         self._charge = charge
-        self._attestations: dict[str, InlineAttestation] = {}
-        """The plans' attestations by digest (an edit plans, and attests, again)."""
 
     @property
     def call_id(self) -> str:
@@ -164,6 +169,10 @@ class InlineCall(ToolCallWorkflow):
             return outcome
         plan = _in_parent(plan, self._queue)
         unfit = _unfit(plan, outcome, self._request)
+        notifies = unfit is None and first and _notifies(plan, outcome, self._request)
+        # Only then, so that parents recorded before attestations replay.
+        if notifies and workflow.patched(ATTEST_PATCH):
+            unfit = NOTIFIES
         if first:
             if self._charge is not None:
                 over = await self._charge(plan.capabilities)
@@ -192,9 +201,14 @@ class InlineCall(ToolCallWorkflow):
             return _Ended(self._end_with(CallStatus.FAILED, error))
         return _Ended(self._end(CallStatus.FAILED, ErrorCode.INTERNAL, f"planning failed: {cause}"))
 
-    def _execute_input(self, plan: CallPlan) -> ExecuteInput:
-        execute = super()._execute_input(plan)
-        return execute.model_copy(update={"attestation": self._attestations.get(plan.digest)})
+    async def _tool_input(self, plan: CallPlan) -> ExecuteInput:
+        # The plan attested the call (``_unfit``): the deployment's worker, which alone could
+        # attest again, is not this workflow's.
+        return self._execute_input(plan)
+
+    async def _attest_approval(self, plan: CallPlan) -> None:
+        """An inline call's approvals are the caller's own (the deployment's ceiling holds none
+        of its calls for approval, ``_unfit``): its inline attestation is all the tool needs."""
 
     def _decision_problem(self, decision: DecisionInput, approved: bool) -> str | None:
         if decision.remember is not None and self._pending_approval is not None:
@@ -245,6 +259,15 @@ def _in_parent(plan: CallPlan, queue: str) -> CallPlan:
     return plan.model_copy(update=updates) if updates else plan
 
 
+def _notifies(plan: CallPlan, outcome: PlanOutcome, request: ToolCallRequest) -> bool:
+    """Whether the call would wait for an approval (the request's policy asks for one) and tell
+    the deployment's webhooks: only ``ToolCallWorkflow``'s notifications are attested."""
+    if outcome.ran or plan.activity is None or not plan.webhooks:
+        return False
+    verdict = policy.decide(plan.ceiling, request.policy, plan.tool, plan.capabilities)
+    return verdict.effect is Effect.REQUIRE_APPROVAL
+
+
 def _unfit(plan: CallPlan, outcome: PlanOutcome, request: ToolCallRequest) -> str | None:
     """Why the call cannot run inline, or ``None``."""
     if outcome.ran or plan.activity is None:
@@ -256,5 +279,5 @@ def _unfit(plan: CallPlan, outcome: PlanOutcome, request: ToolCallRequest) -> st
     if policy.decide(plan.ceiling, None, plan.tool, plan.capabilities).effect is not Effect.ALLOW:
         return "needs the deployment's approval"
     if outcome.attestation is None:
-        return "needs a tool activity and the deployment attests no inline calls ([inline] keys)"
+        return "needs a tool activity and the deployment's plan did not attest it"
     return None

@@ -82,6 +82,7 @@ class ToolCallWorkflow(ApprovalFlow):
         self._check_budget()
         if decision.effect is Effect.REQUIRE_APPROVAL:
             plan = await self._approved(plan, decision)
+            await self._attest_approval(plan)
         if plan.activity is None:
             return await self._ask_user(plan)
         outcome = self._outcome
@@ -140,7 +141,7 @@ class ToolCallWorkflow(ApprovalFlow):
             self._set_phase(Phase.RUNNING)
         self._event(EventKind.STARTED, f"{plan.tool} scheduled")
         telemetry.executing(self._call_id, plan)
-        output = await self._activity(plan, plan.tool, self._execute_input(plan), None)
+        output = await self._activity(plan, plan.tool, await self._tool_input(plan), None)
         return self._end(CallStatus.COMPLETED, output=output)
 
     # Answers --------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from toolcalls.workflows.models.approval import (
     ApprovalRule,
     ArgumentEdit,
 )
+from toolcalls.workflows.models.attest import Attestation
 
 WORKFLOW_NAME = "ToolCallWorkflow"
 PLAN_ACTIVITY = "toolcalls.plan"
@@ -233,15 +234,6 @@ class PlanInput(_Model):
     """Attest the plan for the calling workflow run, which runs the call itself (inline)."""
 
 
-class InlineAttestation(_Model):
-    """The deployment's word, from the plan, that it planned one call for one workflow run: a MAC
-    over the namespace, workflow id, run id, call id, digest and visible tools, under one of the
-    deployment's ``[inline]`` keys (``toolcalls.activities.inline``)."""
-
-    key_id: str
-    signature: str
-
-
 class DefinitionsRequest(_Model):
     """What ``DEFINITIONS_ACTIVITY`` is asked for: a profile's (or every enabled tool's)
     definitions in one provider's shape."""
@@ -266,8 +258,9 @@ class PlanOutcome(_Model):
     outcome, and no execute activity follows."""
     output: Any = None
     run_error: ToolError | None = None
-    attestation: InlineAttestation | None = None
-    """For an inline plan, when the deployment has ``[inline]`` keys."""
+    attestation: Attestation | None = None
+    """The deployment's word on this plan, for the workflow run that asked for it: ``inline``
+    for a workflow that runs the call itself, ``planned`` for ``ToolCallWorkflow``."""
 
 
 class QuestionStatus(StrEnum):
@@ -398,6 +391,11 @@ class Notification(_Model):
     """Who may decide; ``None``: anyone."""
     requested_at: datetime
     expires_at: datetime | None
+    digest: str = ""
+    visible_tools: list[str] | None = None
+    attestation: Attestation | None = None
+    """The plan's attestation of this call for the run that notifies: only ``ToolCallWorkflow``
+    on the deployment's worker has one, so nothing else can post to the deployment's webhooks."""
 
 
 class ExecuteInput(_Model):
@@ -412,5 +410,6 @@ class ExecuteInput(_Model):
     precondition: dict[str, Any] | None = None
     visible_tools: list[str] | None = None
     """For a discovery tool: the tools this call may use, as its plan found them."""
-    attestation: InlineAttestation | None = None
-    """An inline call's: lets a workflow other than ``ToolCallWorkflow`` run this planned call."""
+    attestation: Attestation | None = None
+    """The deployment's word that this run may run this call: its plan's, or once approved, the
+    approval's (``toolcalls.workflows.models.attest``)."""

@@ -1,21 +1,25 @@
 """Wire models and names of standing grants: an approval remembered for later calls, as a
 workflow of its own (``toolcalls.workflows.call.grants``).
 
-A decision that says ``remember`` makes its ``ToolCallWorkflow`` start a ``ToolCallGrant`` child
-workflow holding the grant's terms in its memo; the grant lives until it expires or is revoked
-(the ``revoke`` signal). A later call that needs an approval asks the ``toolcalls.grants.find``
-activity, which lists running grants by visibility and trusts one only when Temporal's own record
-shows it was started by a ``ToolCallWorkflow``: a client can start a workflow of any type with any
-memo, but only workflow code can start a child. Nothing a request carries can grant anything.
+A decision that says ``remember`` makes its ``ToolCallWorkflow`` have the grant's terms attested
+by the deployment's worker and start a ``ToolCallGrant`` child workflow holding them in its memo;
+the grant lives until it expires or is revoked (the ``revoke`` signal). A later call that needs an
+approval asks the ``toolcalls.grants.find`` activity, which lists running grants by visibility and
+trusts one only when it runs on the deployment's task queue, as the child of the very workflow run
+the attestation names, and the attestation is the deployment's: a client can start a workflow of
+any type, name and memo, even a look-alike ``ToolCallWorkflow`` that starts a child, but it has
+no key. Nothing a request carries can grant anything.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolcalls.workflows.models.approval import MAX_APPROVER_CHARS, MAX_REASON_CHARS, GrantScope
+from toolcalls.workflows.models.attest import Attestation
 
 GRANT_WORKFLOW = "ToolCallGrant"
 FIND_GRANT_ACTIVITY = "toolcalls.grants.find"
@@ -43,6 +47,14 @@ class Grant(_Model):
     granted_in: str
     """The workflow id of the call whose decision made the grant."""
     request_id: str
+    attestation: Attestation | None = None
+    """The deployment's word on these terms, for the run ``granted_in`` names (a grant made
+    before attestations has none, and approves nothing)."""
+
+
+def grant_terms(grant: Grant) -> dict[str, Any]:
+    """What a grant's attestation covers: every term but the attestation itself."""
+    return grant.model_dump(mode="json", exclude={"attestation"})
 
 
 class GrantQuery(_Model):
