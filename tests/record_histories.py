@@ -299,7 +299,13 @@ SCENARIOS: dict[str, Scenario] = {
     "profiled": profiled,
     "ran_in_plan": allowed,
     "uncertain_progress": uncertain_progress,
+    # Since approvals and grants are attested (``toolcalls-attested-decisions``).
+    "attested_approved": approved,
+    "attested_granted": granted,
+    "attested_notified": notified,
 }
+ATTESTED = ("attested_approved", "attested_granted", "attested_notified")
+"""The recordings made with attestations: they carry the patch's marker."""
 EXPECTED_STATUS = {
     "allowed": "completed",
     "allowed_activity": "completed",
@@ -323,6 +329,9 @@ EXPECTED_STATUS = {
     "profiled": "completed",
     "ran_in_plan": "completed",
     "uncertain_progress": "uncertain",
+    "attested_approved": "completed",
+    "attested_granted": "completed",
+    "attested_notified": "completed",
 }
 """The status each recorded history ends with; the replay test checks the files against it."""
 
@@ -338,8 +347,8 @@ async def record(names: list[str]) -> None:
         for name in names:
             queue = f"record-{uuid.uuid4()}"
             with serve({"/hook": text("ok")}) as receiver:
-                sections = SECTIONS.get(name, {})
-                if name == "notified":
+                sections = SECTIONS.get(name, SECTIONS.get(SCENARIOS[name].__name__, {}))
+                if SCENARIOS[name] is notified:
                     hook = {"name": "ops", "url": receiver.url("/hook")}
                     sections = {"notifications": {"webhooks": [hook | PRIVATE]}}
                 async with running_worker(env.client, make_config(queue, **sections)):

@@ -6,6 +6,7 @@ these histories make such a change fail here first. Re-record with ``make record
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 
@@ -16,13 +17,14 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer, Worker
 
-from tests.record_histories import EXPECTED_STATUS, HISTORIES
+from tests.record_histories import ATTESTED, EXPECTED_STATUS, HISTORIES
 from tests.support.harness import history_types, make_config, start_call
 from tests.support.tools import ALL_FAMILIES
 from toolcalls.activities.runtime import ToolRuntime
 from toolcalls.worker.config import build_catalog
 from toolcalls.worker.plugin import sandbox_runner
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.attest import ATTEST_PATCH
 from toolcalls.workflows.models.call import (
     WORKFLOW_NAME,
     CallStatus,
@@ -62,6 +64,22 @@ def test_recording_ends_with_its_status(name: str) -> None:
     payload = last.workflow_execution_completed_event_attributes.result.payloads[0]
     [result] = pydantic_data_converter.payload_converter.from_payloads([payload], [ToolCallResult])
     assert result.status.value == EXPECTED_STATUS[name]
+
+
+@pytest.mark.parametrize("name", ATTESTED)
+def test_attested_recordings_take_the_attested_path(name: str) -> None:
+    """Recorded since approvals and grants are attested: the patch's marker, then the
+    ``toolcalls.attest`` local activity, are in them."""
+    markers = []
+    for event in _load(HISTORIES / f"{name}.json").events:
+        if event.HasField("marker_recorded_event_attributes"):
+            attributes = event.marker_recorded_event_attributes
+            details = {key: value.payloads[0].data for key, value in attributes.details.items()}
+            markers.append((attributes.marker_name, details))
+    patches = [json.loads(d["patch-data"])["id"] for m, d in markers if m == "core_patch"]
+    attest = b'"activity_type":"toolcalls.attest"'
+    assert patches == [ATTEST_PATCH]
+    assert len([d for m, d in markers if attest in d.get("data", b"")]) == 1
 
 
 @workflow.defn(name=WORKFLOW_NAME, sandboxed=False)
