@@ -12,18 +12,13 @@ checked against the tool's result model and the payload cap before they leave th
 payload as the worker's converter and codec make it, against 1 MiB, or the deployment's ``[payloads]
 max_result_bytes`` when large payloads are stored outside history.
 
-A tool's expected failure (an ``ApplicationError`` whose ``type`` is an ``ErrorCode``) is logged as
-one line naming the tool, the call and the code, and leaves as a ``BENIGN`` error, which the SDK
-logs at DEBUG without a traceback. An unexpected one (``internal``, or not typed) keeps the SDK's
-warning with its traceback.
+How a tool's method is called and how its failures leave the activity is in
+``toolcalls.activities.running``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -31,7 +26,7 @@ from temporalio import activity
 from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue
 from temporalio.converter import PayloadCodec
-from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
+from temporalio.exceptions import ApplicationError
 
 from toolcalls.activities import telemetry
 from toolcalls.activities.attestations import (
@@ -42,12 +37,13 @@ from toolcalls.activities.attestations import (
     refused,
     utc_now,
 )
-from toolcalls.activities.base import CallContext, ToolArgs
+from toolcalls.activities.base import ToolArgs
 from toolcalls.activities.capabilities import default_ceiling
 from toolcalls.activities.catalog import Catalog, call_digest
 from toolcalls.activities.definitions import DEFINITION_FORMATS
 from toolcalls.activities.errors import invalid_arguments, tool_error
 from toolcalls.activities.limits import MAX_PAYLOAD_BYTES
+from toolcalls.activities.running import ToolMethod, call_tool, expected_failures, failure_of
 from toolcalls.activities.spec import ToolSpec
 from toolcalls.workflows.models.approval import Prepared
 from toolcalls.workflows.models.attest import Attestation, AttestedDecision
@@ -65,22 +61,15 @@ from toolcalls.workflows.models.call import (
     PlanInput,
     PlanOutcome,
     SideEffect,
-    ToolError,
     prepare_activity_name,
 )
 from toolcalls.workflows.models.limits import CODEC_MARGIN_BYTES
 from toolcalls.workflows.rules import policy
 from toolcalls.workflows.rules.approvers import ApproversSettings
 
-ToolMethod = Callable[[ToolArgs, CallContext], Awaitable[Any]]
-
-log = logging.getLogger(__name__)
-LOGGED_MESSAGE_CHARS = 300
-"""An expected failure's message is cut to this in its log line."""
 MAX_CEILING_DECISIONS = 4096
 """Ceiling decisions a worker keeps (one per tool and capability set it has run); a tool whose
 capabilities depend on its arguments has a few sets, so this is never reached in practice."""
-_EXPECTED_CODES = frozenset(code.value for code in ErrorCode) - {ErrorCode.INTERNAL.value}
 _APPROVALS = frozenset({AttestedDecision.APPROVED, AttestedDecision.GRANTED})
 """Decisions that carry an approval the deployment's ceiling may require."""
 
@@ -188,8 +177,8 @@ class ToolRuntime:
             visible_tools=plan.visible_tools,
         )
         try:
-            with _expected_failures(spec.name, execute):
-                result = await _call(spec, getattr(instance, spec.name), args, execute)
+            with expected_failures(spec.name, execute):
+                result = await call_tool(spec, getattr(instance, spec.name), args, execute)
                 if not isinstance(result, spec.result):
                     raise tool_error(
                         ErrorCode.INTERNAL, f"{spec.name}: returned the wrong result type"
@@ -248,12 +237,12 @@ class ToolRuntime:
                 return await run(input)
 
         async def run(input: ExecuteInput) -> Any:
-            with _expected_failures(spec.name, input):
+            with expected_failures(spec.name, input):
                 args = self._admit(spec, input, execute=True)
-                result = await _call(spec, method, args, input)
+                result = await call_tool(spec, method, args, input)
             if not isinstance(result, spec.result):
                 raise tool_error(ErrorCode.INTERNAL, f"{spec.name}: returned the wrong result type")
-            with _expected_failures(spec.name, input):
+            with expected_failures(spec.name, input):
                 payload = await self._check_size(spec, "result", result)
             telemetry.result_returned(spec.name, result)
             # The payload just measured is the one the SDK would make again from ``result``.
@@ -264,14 +253,14 @@ class ToolRuntime:
     def _prepare_activity(self, spec: ToolSpec, method: ToolMethod) -> Callable[..., Any]:
         @activity.defn(name=prepare_activity_name(spec.name))
         async def prepare(input: ExecuteInput) -> Any:
-            with _expected_failures(prepare_activity_name(spec.name), input):
+            with expected_failures(prepare_activity_name(spec.name), input):
                 args = self._admit(spec, input, execute=False)
-                prepared = await _call(spec, method, args, input)
+                prepared = await call_tool(spec, method, args, input)
             if not isinstance(prepared, Prepared):
                 raise tool_error(ErrorCode.INTERNAL, f"{spec.name}: prepare returned no preview")
             # A preview (a diff of a large file, say) is a payload like any result; the one
             # measured is returned, as ``execute`` returns its result's.
-            with _expected_failures(prepare_activity_name(spec.name), input):
+            with expected_failures(prepare_activity_name(spec.name), input):
                 payload = await self._check_size(spec, "preview", prepared)
             return RawValue(payload)
 
@@ -367,40 +356,6 @@ class ToolRuntime:
         return args
 
 
-@contextlib.contextmanager
-def _expected_failures(activity_name: str, input: ExecuteInput) -> Iterator[None]:
-    """Log a tool's expected failure in one line and let it leave as a ``BENIGN`` error."""
-    try:
-        yield
-    except ApplicationError as err:
-        if err.type not in _EXPECTED_CODES or err.category is ApplicationErrorCategory.BENIGN:
-            raise
-        workflow_id = activity.info().workflow_id
-        log.info(
-            "%s call %s (workflow %s) failed: %s: %s",
-            activity_name,
-            input.call_id,
-            workflow_id,
-            err.type,
-            " ".join(err.message.split())[:LOGGED_MESSAGE_CHARS],
-            # Fields of their own for structured logs (``log_format = "json"``).
-            extra={
-                "tool": input.tool,
-                "call_id": input.call_id,
-                "workflow_id": workflow_id,
-                "error_code": err.type,
-            },
-        )
-        raise ApplicationError(
-            err.message,
-            *err.details,
-            type=err.type,
-            non_retryable=err.non_retryable,
-            next_retry_delay=err.next_retry_delay,
-            category=ApplicationErrorCategory.BENIGN,
-        ) from None
-
-
 def runs_tools(decision: AttestedDecision) -> bool:
     """Whether an attestation of ``decision`` lets a tool activity run (a grant's does not)."""
     return decision is not AttestedDecision.GRANT
@@ -412,39 +367,3 @@ def _runs_in_plan(plan: CallPlan, input: PlanInput) -> bool:
         return False
     decision = policy.decide(plan.ceiling, input.policy, plan.tool, plan.capabilities)
     return decision.effect is Effect.ALLOW
-
-
-def failure_of(tool: str, exc: ApplicationError) -> tuple[ToolError, Any]:
-    """The ``ToolError`` and partial output of a tool's failure, as the workflow maps one."""
-    details = exc.details[0] if exc.details and isinstance(exc.details[0], dict) else {}
-    kind = exc.type or ""
-    known = kind in {code.value for code in ErrorCode}
-    code = ErrorCode(kind) if known else ErrorCode.EXECUTION_FAILED
-    error = ToolError(
-        code=code,
-        message=exc.message if known else f"{tool}: {kind}: {exc.message}",
-        retryable=not exc.non_retryable,
-        fixable_args=list(details.get("fixable_args") or []),
-    )
-    return error, details.get("output")
-
-
-async def _call(spec: ToolSpec, method: ToolMethod, args: ToolArgs, input: ExecuteInput) -> Any:
-    info = activity.info()
-    context = CallContext(
-        workflow_id=info.workflow_id or "",
-        call_id=input.call_id,
-        idempotency_key=input.idempotency_key,
-        approval=input.approval,
-        precondition=input.precondition,
-        visible_tools=input.visible_tools,
-    )
-    try:
-        return await method(args, context)
-    except (ApplicationError, asyncio.CancelledError):
-        raise
-    except Exception as exc:
-        activity.logger.exception("%s failed unexpectedly", spec.name)
-        raise tool_error(
-            ErrorCode.INTERNAL, f"{spec.name}: unexpected {type(exc).__name__}: {exc}"
-        ) from exc

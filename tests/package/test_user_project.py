@@ -33,18 +33,18 @@ from toolcalls import ToolCallClient
 from toolcalls.worker.devserver import temporal_binary
 
 PROJECT = Path(__file__).parent / "user_project"
-KEYS_ENV = "MYAPP_INLINE_KEYS"
+KEYS_ENV = "MYAPP_ATTESTATION_KEYS"
 NOTE = "ship it on friday\n"
 SNIPPET_START = "# tests/test_replay.py in your project"
 
 
 def deployment(notes: Path) -> str:
-    """The project's ``toolcalls.toml``: the tools its parent calls and the ``[inline]`` keys."""
+    """The project's ``toolcalls.toml``: the tools its parent calls and its attestation keys."""
     return (
         'tools = ["calculator", "read_file"]\n'
         'state_dir = ".toolcalls/state"\n'
         f"[files]\nroots = [{json.dumps(str(notes))}]\n"
-        f'[inline]\nkeys_env = "{KEYS_ENV}"\n'
+        f'[attestation]\nkeys_env = "{KEYS_ENV}"\n'
     )
 
 
