@@ -5,10 +5,12 @@ What it can touch: the webhook URLs the deployment configures, through the guard
 followed. It posts only for the ``ToolCallWorkflow`` run whose plan the deployment attested
 (``toolcalls.activities.attestations``): a look-alike workflow cannot use the deployment's
 webhooks or their secrets. The body says which call waits, for which tool and capabilities, a
-short preview, who may decide, until when, and a link; it is signed with HMAC-SHA256 when the
-webhook names a secret (read from the worker's environment at each post, never from history).
-A failure raises a retryable error for the workflow to record; it never decides anything about
-the call.
+short preview, who may decide, until when, and a link. Each post carries the time it is sent and
+a delivery id that one notification keeps across its retries, so a receiver can refuse stale
+posts and drop duplicates; with a secret (read from the worker's environment at each post, never
+from history) both are signed with the body by HMAC-SHA256. A failure raises an error for the
+workflow to record (retryable unless the URL is refused); it never decides anything about the
+call.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ import hashlib
 import hmac
 import json
 import os
+import time
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -33,13 +37,24 @@ from toolcalls.activities.attestations import (
 )
 from toolcalls.activities.errors import tool_error
 from toolcalls.activities.network.addresses import any_address, public_only
-from toolcalls.activities.network.guard import Limits, NetworkError, NetworkGuard
+from toolcalls.activities.network.guard import (
+    Limits,
+    NetworkError,
+    NetworkGuard,
+    NoSuchHost,
+    URLRefused,
+)
 from toolcalls.activities.network.http_paths import check_env_name
 from toolcalls.workflows.models.call import NOTIFY_ACTIVITY, ErrorCode, Notification
 
 SIGNATURE_HEADER = "X-Toolcalls-Signature"
-"""``sha256=<hex HMAC-SHA256 of the body>`` with the webhook's secret."""
+"""``sha256=<hex>``: HMAC-SHA256 with the webhook's secret of ``signed_string(...)``."""
 TIMESTAMP_HEADER = "X-Toolcalls-Timestamp"
+"""When this post was sent: Unix seconds, as decimal digits (each retry sends its own)."""
+DELIVERY_HEADER = "X-Toolcalls-Delivery"
+"""The notification's delivery id: the same on every retry of it, different for every other."""
+SIGNATURE_VERSION = "v1"
+"""The first field of the signed string, so that a later scheme cannot be mistaken for this one."""
 USER_AGENT = "toolcalls-notify/0.1"
 MAX_RESPONSE_BYTES = 65_536
 DEFAULT_LINK = "http://localhost:8233/namespaces/{namespace}/workflows/{workflow_id}"
@@ -88,14 +103,35 @@ class NotificationsSettings(_Section):
         return webhooks
 
 
-def signature(secret: str, timestamp: str, body: bytes) -> str:
-    """The signature header's value: HMAC-SHA256 over ``timestamp`` ``.`` ``body``."""
-    digest = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256)
-    return f"sha256={digest.hexdigest()}"
+def signed_string(timestamp: str, delivery_id: str, body: bytes) -> bytes:
+    """What the signature covers: ``v1:{timestamp}:{delivery_id}:{body}``, the body as sent.
+
+    Neither the timestamp (digits) nor the delivery id (hex digits) can hold a ``:``, so the
+    string splits back into its parts one way only.
+    """
+    return f"{SIGNATURE_VERSION}:{timestamp}:{delivery_id}:".encode() + body
 
 
-def body_of(notification: Notification, link: str, fmt: str) -> dict[str, Any]:
-    """The JSON a webhook receives."""
+def signature(secret: str, timestamp: str, delivery_id: str, body: bytes) -> str:
+    """The signature header's value: ``sha256=`` and the hex HMAC-SHA256 of the signed string."""
+    signed = signed_string(timestamp, delivery_id, body)
+    return f"sha256={hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()}"
+
+
+def delivery_id_of(info: activity.Info) -> str:
+    """A notification's delivery id: 32 hex digits derived from its workflow run and activity.
+
+    Every notification is an activity of its own, so the pair is unique to it, and Temporal keeps
+    it across the activity's retries: a receiver sees the same id on each attempt of one post.
+    """
+    identity = f"{info.workflow_run_id}\n{info.activity_id}".encode()
+    return hashlib.sha256(identity).hexdigest()[:32]
+
+
+def body_of(
+    notification: Notification, link: str, fmt: str, *, delivery_id: str, sent_at: datetime
+) -> dict[str, Any]:
+    """The JSON a webhook receives (Slack's format has no room for the delivery id and time)."""
     who = ", ".join(notification.approvers) if notification.approvers else "anyone"
     until = notification.expires_at.isoformat() if notification.expires_at else "no expiry"
     if fmt == "slack":
@@ -122,6 +158,8 @@ def body_of(notification: Notification, link: str, fmt: str) -> dict[str, Any]:
         "requested_at": notification.requested_at.isoformat(),
         "expires_at": notification.expires_at.isoformat() if notification.expires_at else None,
         "link": link,
+        "delivery_id": delivery_id,
+        "sent_at": sent_at.isoformat(),
     }
 
 
@@ -181,8 +219,21 @@ class Notifier:
         link = self.settings.link.format(
             workflow_id=notification.workflow_id, namespace=self.namespace
         )
-        body = json.dumps(body_of(notification, link, webhook.format)).encode()
-        headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT}
+        delivery_id = delivery_id_of(activity.info())
+        # This attempt's own time, whole seconds: what a receiver's replay window is measured on.
+        sent = int(time.time())
+        sent_at = datetime.fromtimestamp(sent, UTC)
+        content = body_of(
+            notification, link, webhook.format, delivery_id=delivery_id, sent_at=sent_at
+        )
+        body = json.dumps(content).encode()
+        timestamp = str(sent)
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": USER_AGENT,
+            TIMESTAMP_HEADER: timestamp,
+            DELIVERY_HEADER: delivery_id,
+        }
         if webhook.secret_env is not None:
             secret = self.environ.get(webhook.secret_env)
             if not secret:
@@ -190,9 +241,7 @@ class Notifier:
                     ErrorCode.CONFIGURATION_ERROR,
                     f"notify: {webhook.name}: ${webhook.secret_env} is not set",
                 )
-            timestamp = notification.requested_at.isoformat()
-            headers[TIMESTAMP_HEADER] = timestamp
-            headers[SIGNATURE_HEADER] = signature(secret, timestamp, body)
+            headers[SIGNATURE_HEADER] = signature(secret, timestamp, delivery_id, body)
         guard = self._guard or NetworkGuard(
             admit=any_address if webhook.allow_private_address else public_only,
             allowed_ports=None,
@@ -212,6 +261,13 @@ class Notifier:
                 secret_headers=(SIGNATURE_HEADER,),
             )
         except NetworkError as error:
+            # The deployment wrote the URL (or left out allow_private_address): no retry helps.
+            # A name that does not resolve may resolve on a later attempt.
+            if isinstance(error, URLRefused) and not isinstance(error, NoSuchHost):
+                raise tool_error(
+                    ErrorCode.CONFIGURATION_ERROR,
+                    f"notify: {webhook.name}: refused by the network guard: {error.reason}",
+                ) from None
             raise tool_error(
                 ErrorCode.NETWORK_UNAVAILABLE,
                 f"notify: {webhook.name}: {error.reason}",

@@ -4,7 +4,10 @@ a failing webhook that leaves the call unharmed."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from temporalio.client import Client
@@ -18,7 +21,11 @@ from tests.support.harness import (
     wait_for,
 )
 from tests.support.http_servers import LoopbackServer, serve, text
-from toolcalls.activities.notifications import SIGNATURE_HEADER, TIMESTAMP_HEADER, signature
+from toolcalls.activities.notifications import (
+    DELIVERY_HEADER,
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+)
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.call import CallStatus, EventKind
 
@@ -69,6 +76,8 @@ async def test_a_waiting_call_is_posted_signed_and_in_slacks_format(
     assert result.status is CallStatus.COMPLETED
     by_path = {seen.path: seen for seen in server.requests}
     hook = by_path["/hook"]
+    timestamp = hook.headers[TIMESTAMP_HEADER.lower()]
+    delivery = hook.headers[DELIVERY_HEADER.lower()]
     body = json.loads(hook.body)
     assert body == {
         "event": "waiting",
@@ -81,11 +90,14 @@ async def test_a_waiting_call_is_posted_signed_and_in_slacks_format(
         "requested_at": pending.requested_at.isoformat(),
         "expires_at": pending.expires_at.isoformat() if pending.expires_at else None,
         "link": f"https://inbox.example/calls/{handle.id}",
+        "delivery_id": delivery,
+        "sent_at": datetime.fromtimestamp(int(timestamp), UTC).isoformat(),
     }
-    # The receiver checks the signature with the shared secret over timestamp and body.
-    timestamp = hook.headers[TIMESTAMP_HEADER.lower()]
-    assert hook.headers[SIGNATURE_HEADER.lower()] == signature(SECRET, timestamp, hook.body)
-    assert hook.headers[SIGNATURE_HEADER.lower()] != signature("other", timestamp, hook.body)
+    # The receiver checks the signature with the shared secret over the string docs/approvals.md
+    # gives (computed here, not with the project's helper).
+    signed = f"v1:{timestamp}:{delivery}:".encode() + hook.body
+    expected = hmac.new(SECRET.encode(), signed, hashlib.sha256).hexdigest()
+    assert hook.headers[SIGNATURE_HEADER.lower()] == f"sha256={expected}"
     slack = json.loads(by_path["/slack"].body)
     assert list(slack) == ["text"]
     assert "A tool call waits for approval: probe_write (filesystem.write)" in slack["text"]
