@@ -15,7 +15,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,documents,integrations,codec,s3,otel,mcp,inbox,docs]'
 	touch $(STAMP)
 
+# The example deployment's file tools work under this folder (examples/toolcalls.toml).
+SCRATCH := /tmp/toolcalls-scratch
+
 run: $(STAMP)
+	mkdir -p $(SCRATCH)
 	$(BIN)/toolcalls worker --dev --inbox --config $(CONFIG)
 
 test: $(STAMP) test-servers test-browser
