@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sys
+import tempfile
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
@@ -33,6 +35,7 @@ from toolcalls.workflows.models.approval import (
     ApprovalDecision,
     ApprovalRequest,
     DecisionInput,
+    EditProposal,
     GrantScope,
     GrantTerms,
 )
@@ -200,6 +203,42 @@ async def edited(client: Client, queue: str) -> Handle:
     return handle
 
 
+EDIT_ROOT = Path(tempfile.gettempdir()) / "toolcalls-record-edit-refused"
+"""Where ``edit_refused`` writes: ``root`` is the files family's one root."""
+
+
+async def _refused(sent: Awaitable[Any]) -> None:
+    try:
+        await sent
+    except WorkflowUpdateFailedError:
+        return
+    raise SystemExit("edit_refused: an edit outside the roots was accepted")
+
+
+async def edit_refused(client: Client, queue: str) -> Handle:
+    """Edits whose preview the tool refuses (outside the roots) by ``edit``, by ``decide`` and
+    by signal: each refused, the original request waits on and is approved."""
+    target = EDIT_ROOT / "root" / "notes.txt"
+    handle = await start_call(
+        client, queue, "create_file", {"path": str(target), "content": "original\n"}
+    )
+    pending = await _pending(handle)
+    outside = {"path": str(EDIT_ROOT / "outside.txt"), "content": "edited\n"}
+    proposal = EditProposal(
+        request_id=pending.request_id, digest=pending.digest, editor="alice", arguments=outside
+    )
+    await _refused(handle.execute_update(ToolCallWorkflow.edit, proposal))
+    edit = _decision(pending, "alice", arguments=outside)
+    await _refused(handle.execute_update(ToolCallWorkflow.decide, edit))
+    signal = DecisionInput(
+        request_id=pending.request_id, digest=pending.digest, approver="bob", arguments=outside
+    )
+    await handle.signal(ToolCallWorkflow.approve, signal)
+    await wait_for(handle, lambda s: [e.kind for e in s.events].count(EventKind.EDIT_REFUSED) == 3)
+    await handle.execute_update(ToolCallWorkflow.decide, _decision(pending, "bob"))
+    return handle
+
+
 async def escalated(client: Client, queue: str) -> Handle:
     handle = await start_call(client, queue, "probe_write", {"token": "late"})
     pending = await _pending(handle)
@@ -254,6 +293,13 @@ SECTIONS: dict[str, dict[str, Any]] = {
         }
     },
     "edited": {"approvers": {**APPROVERS, "rules": {"filesystem.write": {"approvers": ["ops"]}}}},
+    "edit_refused": {
+        "tools": ["create_file"],
+        "files": {
+            "roots": [str(EDIT_ROOT / "root")],
+            "checkpoints": str(EDIT_ROOT / "checkpoints.db"),
+        },
+    },
     "escalated": {
         "approvers": {
             **APPROVERS,
@@ -293,6 +339,7 @@ SCENARIOS: dict[str, Scenario] = {
     "uncertain": uncertain,
     "two_approvers": two_approvers,
     "edited": edited,
+    "edit_refused": edit_refused,
     "escalated": escalated,
     "granted": granted,
     "notified": notified,
@@ -323,6 +370,7 @@ EXPECTED_STATUS = {
     "uncertain": "uncertain",
     "two_approvers": "completed",
     "edited": "completed",
+    "edit_refused": "completed",
     "escalated": "completed",
     "granted": "completed",
     "notified": "completed",
@@ -351,6 +399,9 @@ async def record(names: list[str]) -> None:
                 if SCENARIOS[name] is notified:
                     hook = {"name": "ops", "url": receiver.url("/hook")}
                     sections = {"notifications": {"webhooks": [hook | PRIVATE]}}
+                if name == "edit_refused":
+                    shutil.rmtree(EDIT_ROOT, ignore_errors=True)
+                    (EDIT_ROOT / "root").mkdir(parents=True)
                 async with running_worker(env.client, make_config(queue, **sections)):
                     handle = await SCENARIOS[name](env.client, queue)
                     result = await asyncio.wait_for(handle.result(), 60)

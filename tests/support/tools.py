@@ -77,6 +77,8 @@ class ProbeTools:
         """Token ``probe_write`` must still find at execution (its precondition)."""
         self.prepare_delay = 0.0
         """Seconds ``prepare_probe_write`` takes, to hold a call in the preparing phase."""
+        self.prepare_failures: dict[str, ErrorCode] = {}
+        """Tokens whose preview ``prepare_probe_write`` fails, with the code it fails with."""
 
     def _count(self, name: str) -> None:
         self.runs[name] = self.runs.get(name, 0) + 1
@@ -140,6 +142,9 @@ class ProbeTools:
     async def prepare_probe_write(self, args: WriteArgs, call: CallContext) -> Prepared:
         if self.prepare_delay:
             await asyncio.sleep(self.prepare_delay)
+        code = self.prepare_failures.get(args.token)
+        if code is not None:
+            raise tool_error(code, f"probe_write: no preview of {args.token!r}")
         return Prepared(
             preview=[PreviewArtifact(kind="diff", title="change", text=f"+{args.token}\n")],
             precondition={"token": self.expected.get(args.token, args.token)},

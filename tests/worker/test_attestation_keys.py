@@ -74,7 +74,7 @@ def test_configured_keys_and_the_former_section_name(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match=r"^set the keys in \[attestation\] only"):
         deployment_attestor(both, environ)
-    with pytest.raises(ConfigError, match="attestation.keys_env: the variable KEYS is not set"):
+    with pytest.raises(ConfigError, match=r"attestation\.keys_env: the variable KEYS is not set"):
         deployment_attestor(parse_config({"attestation": {"keys_env": "KEYS"}}), {})
 
 

@@ -1,5 +1,5 @@
-"""The approval wait of ``ToolCallWorkflow``: grants, the request, decisions, edits, reminders,
-escalation and notifications.
+"""The approval wait of ``ToolCallWorkflow``: grants, decisions, edits, reminders, escalation and
+notifications (``toolcalls.workflows.call.approval_requests`` prepares and publishes the request).
 
 A call that needs an approval first asks whether a standing grant approves it (when the
 deployment allows grants). Otherwise it publishes an ``ApprovalRequest`` and waits, with one timer
@@ -7,8 +7,9 @@ to the next thing due (a reminder, the escalation, the expiry), for decisions fr
 its plan allows: the ``decide`` update (its validator refuses before anything is written) or the
 ``approve``/``deny`` signals (a refused one is logged and ignored). One denial ends the call;
 ``min_approvals`` distinct approvals approve it. An approval may carry edited arguments (the call
-is planned and prepared again and the approval binds to the new digest) and may be remembered
-(a ``ToolCallGrant`` child workflow). Notifications run beside the wait and never hold it up.
+is planned and prepared again and the approval binds to the new digest; an edit the plan or the
+tool's preview refuses is refused, and the request waits on) and may be remembered (a
+``ToolCallGrant`` child workflow). Notifications run beside the wait and never hold it up.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from toolcalls.workflows.call import telemetry
+from toolcalls.workflows.call.approval_requests import ApprovalRequests
 from toolcalls.workflows.call.approvals import Approvals, allowed_names
 from toolcalls.workflows.call.deadlines import refuse_late
-from toolcalls.workflows.call.grants_and_notices import GrantsAndNotices, _short
-from toolcalls.workflows.call.parts import _Ended
+from toolcalls.workflows.call.grants_and_notices import _short
+from toolcalls.workflows.call.parts import _Ended, _Refused
 from toolcalls.workflows.models.approval import (
     ApprovalDecision,
     ApprovalRecord,
@@ -34,18 +36,14 @@ from toolcalls.workflows.models.approval import (
     DecisionInput,
     EditProposal,
     GrantScope,
-    Prepared,
-    PreviewArtifact,
 )
 from toolcalls.workflows.models.call import (
-    MEMO_PENDING_APPROVAL,
     CallPlan,
     CallStatus,
     Effect,
     ErrorCode,
     EventKind,
     Phase,
-    prepare_activity_name,
 )
 from toolcalls.workflows.rules import policy
 
@@ -55,9 +53,22 @@ NOTIFY_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_attempts=3
 )
 MAX_SUMMARY_CHARS = 500
+EDIT_REFUSED_PATCH = "edit-refused-keeps-waiting"
+"""An edit whose preview the tool refuses is refused and the call waits on; an edit's update
+answers when the call ends first; decisions wait until an edit is applied."""
+EDIT_FAULTS = frozenset(
+    {
+        ErrorCode.INVALID_ARGUMENTS,
+        ErrorCode.POLICY_DENIED,
+        ErrorCode.PRECONDITION_FAILED,
+        ErrorCode.OUTPUT_TOO_LARGE,
+    }
+)
+"""The codes of a preview's failure that are the edited arguments' fault: the edit is refused.
+Any other failure (the tool failed, timed out, no worker took it) ends the call as before."""
 
 
-class ApprovalFlow(GrantsAndNotices):
+class ApprovalFlow(ApprovalRequests):
     """Everything ``ToolCallWorkflow`` does between "this needs a human" and "approved"."""
 
     def _init_approvals(self) -> None:
@@ -97,7 +108,12 @@ class ApprovalFlow(GrantsAndNotices):
             timeout = min(due) - now if due else None
             done = await self._wait(self._settled, timeout)
             if self._edit_queue:
-                plan = await self._apply_edit(plan, *self._edit_queue.pop(0))
+                if workflow.patched(EDIT_REFUSED_PATCH):
+                    # Queued until applied: decisions on the request are refused meanwhile.
+                    plan = await self._apply_edit(plan, *self._edit_queue[0], refuse=True)
+                    self._edit_queue.pop(0)
+                else:
+                    plan = await self._apply_edit(plan, *self._edit_queue.pop(0))
                 continue
             if done:
                 break
@@ -168,55 +184,6 @@ class ApprovalFlow(GrantsAndNotices):
             )
         )
 
-    async def _request_approval(
-        self, plan: CallPlan, decision: policy.Decision, expires_at: Any = None
-    ) -> None:
-        """Prepare the preview and publish the request (memo, ``status``, search attribute);
-        an edited call's request keeps the original's ``expires_at``."""
-        # A tool's own preview replaces the plain arguments (which the request carries anyway):
-        # the memo must not hold large arguments twice (payloads are limited to 2 MB).
-        preview = [PreviewArtifact(kind="arguments", title="arguments", data=plan.arguments)]
-        if plan.prepare:
-            self._set_phase(Phase.PREPARING)
-            prepared = await self._activity(
-                plan, prepare_activity_name(plan.tool), await self._tool_input(plan), Prepared
-            )
-            preview = prepared.preview
-            self._precondition = prepared.precondition
-            if workflow.cancellation_reason() is not None:
-                # A prepare step that does not heartbeat never sees the cancellation and its
-                # result swallows it; the call must not go on to ask for an approval.
-                raise asyncio.CancelledError()
-            self._check_budget()
-        now = workflow.now()
-        wait = self._bounded(self._request.approval_timeout)
-        request = ApprovalRequest(
-            request_id=str(workflow.uuid4()),
-            workflow_id=self._workflow_id,
-            call_id=self._call_id,
-            tool=plan.tool,
-            arguments=plan.arguments,
-            capabilities=plan.capabilities,
-            digest=plan.digest,
-            preview=preview,
-            reasons=decision.reasons(),
-            requested_at=now,
-            expires_at=expires_at or (now + wait if wait is not None else None),
-        )
-        self._approvals = Approvals(request, plan.approval_rule)
-        published = self._approvals.published() if plan.approval_rule else request
-        self._pending_approval = published
-        self._set_phase(Phase.AWAITING_APPROVAL, memo={MEMO_PENDING_APPROVAL: published})
-        self._event(EventKind.APPROVAL_REQUESTED, "; ".join(request.reasons))
-        telemetry.approval_requested(self._call_id, plan, request.request_id)
-        self._notify(plan, "waiting")
-
-    def _republish(self) -> None:
-        """The pending request changed (an approval of several, an escalation): show it."""
-        assert self._approvals is not None
-        self._pending_approval = self._approvals.published()
-        workflow.upsert_memo({MEMO_PENDING_APPROVAL: self._pending_approval})
-
     # Decisions ------------------------------------------------------------------------------
 
     @workflow.update
@@ -226,11 +193,7 @@ class ApprovalFlow(GrantsAndNotices):
         if problem:
             raise ApplicationError(problem, type="rejected", non_retryable=True)
         if decision.arguments is not None:
-            number = self._queue_edit(decision, "update")
-            await workflow.wait_condition(lambda: number in self._edit_results)
-            outcome = self._edit_results.pop(number)
-            if isinstance(outcome, str):
-                raise _rejected(outcome)
+            outcome = await self._edit_outcome(self._queue_edit(decision, "update"))
             assert isinstance(outcome, ApprovalRecord)
             return outcome
         return self._accept(decision, decision.approved, "update")
@@ -252,11 +215,7 @@ class ApprovalFlow(GrantsAndNotices):
         problem = self._decision_problem(decision, True)
         if problem:
             raise ApplicationError(problem, type="rejected", non_retryable=True)
-        number = self._queue_edit(decision, "update", approve=False)
-        await workflow.wait_condition(lambda: number in self._edit_results)
-        outcome = self._edit_results.pop(number)
-        if isinstance(outcome, str):
-            raise _rejected(outcome)
+        outcome = await self._edit_outcome(self._queue_edit(decision, "update", approve=False))
         assert isinstance(outcome, ApprovalRequest)
         return outcome
 
@@ -340,10 +299,36 @@ class ApprovalFlow(GrantsAndNotices):
         self._edit_queue.append((decision, via, self._edits_sent, approve))
         return self._edits_sent
 
+    async def _edit_outcome(self, number: int) -> ApprovalRecord | ApprovalRequest:
+        """What the main loop made of edit ``number``; raises why it was refused, or (with the
+        patch) that the call ended before applying it."""
+        answers_end = workflow.patched(EDIT_REFUSED_PATCH)
+        await workflow.wait_condition(
+            lambda: number in self._edit_results or (answers_end and self._result is not None)
+        )
+        if number not in self._edit_results:
+            ended = self._result
+            assert ended is not None
+            why = ended.error.message if ended.error else ended.status.value
+            raise _rejected(f"the call ended before the edit was applied: {why}")
+        outcome = self._edit_results.pop(number)
+        if isinstance(outcome, str):
+            raise _rejected(outcome)
+        return outcome
+
     async def _apply_edit(
-        self, plan: CallPlan, decision: DecisionInput, via: str, number: int, approve: bool
+        self,
+        plan: CallPlan,
+        decision: DecisionInput,
+        via: str,
+        number: int,
+        approve: bool,
+        *,
+        refuse: bool = False,
     ) -> CallPlan:
-        """Plan and prepare the edited arguments; the approver's approval binds to them."""
+        """Plan and prepare the edited arguments; the approver's approval binds to them. With
+        ``refuse``, a preview the tool refuses (``EDIT_FAULTS``) refuses the edit as the plan
+        does: the original request keeps waiting."""
         old = self._approvals
         assert old is not None
         assert decision.arguments is not None
@@ -364,6 +349,13 @@ class ApprovalFlow(GrantsAndNotices):
                     f"{decision.approver!r} may not approve the edited call "
                     f"({', '.join(edited.capabilities) or 'no capabilities'})"
                 )
+        prepared = None
+        if refusal is None and edited is not None and refuse and edited.prepare:
+            try:
+                prepared = await self._prepare(edited, EDIT_FAULTS)
+            except _Refused as refused:
+                refusal = refused.reason
+                self._set_phase(Phase.AWAITING_APPROVAL)
         if refusal is not None or edited is None:
             self._edit_results[number] = refusal or "refused"
             self._event(EventKind.EDIT_REFUSED, f"by {decision.approver}: {refusal}")
@@ -387,7 +379,7 @@ class ApprovalFlow(GrantsAndNotices):
         verdict = policy.decide(
             edited.ceiling, self._request.policy, edited.tool, edited.capabilities
         )
-        await self._request_approval(edited, verdict, old.request.expires_at)
+        await self._request_approval(edited, verdict, old.request.expires_at, prepared)
         approvals = self._approvals
         assert approvals is not None
         if not approve:

@@ -9,7 +9,7 @@ each module short, the workflow is one class.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -33,6 +33,7 @@ from toolcalls.workflows.call.parts import (
     _last_progress,
     _name,
     _non_finite,
+    _Refused,
 )
 from toolcalls.workflows.models.approval import ApprovalRecord, ApprovalRequest, ArgumentEdit
 from toolcalls.workflows.models.attest import Attestation
@@ -167,9 +168,17 @@ class CallBase:
         return outcome
 
     async def _activity(
-        self, plan: CallPlan, name: str, input: ExecuteInput, result_type: type | None
+        self,
+        plan: CallPlan,
+        name: str,
+        input: ExecuteInput,
+        result_type: type | None,
+        *,
+        refusable: Collection[ErrorCode] = (),
     ) -> Any:
-        """Run one of the tool's activities with the plan's options; end the call on failure."""
+        """Run one of the tool's activities with the plan's options; end the call on failure,
+        except that a tool error whose code is in ``refusable`` raises ``_Refused`` with its
+        message for the caller to handle."""
         opts = plan.activity
         assert opts is not None
         schedule_to_close = self._bounded(None)
@@ -211,7 +220,10 @@ class CallBase:
             raise
         self._ran += workflow.now() - started
         if failure is not None:
-            raise _Ended(self._failed(plan, failure[0], started=failure[1]))
+            cause = failure[0]
+            if isinstance(cause, ApplicationError) and cause.type in refusable:
+                raise _Refused(cause.message)
+            raise _Ended(self._failed(plan, cause, started=failure[1]))
         return output
 
     def _failed(

@@ -31,6 +31,15 @@ class _Ended(Exception):
         self.result = result
 
 
+class _Refused(Exception):
+    """An activity failed through its input's fault where the caller refuses that input instead
+    of ending the call (an edit whose preview the tool refuses)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 def _non_finite(arguments: dict[str, Any]) -> list[str]:
     """The arguments holding a NaN or an infinity anywhere inside (checked without recursion)."""
     bad = []

@@ -4,6 +4,7 @@ remember; the identity recorded is the signed-in user's, and the workflow's refu
 from __future__ import annotations
 
 import asyncio
+import html
 import re
 import uuid
 from datetime import timedelta
@@ -199,6 +200,40 @@ async def test_the_workflows_reasons_for_refusing_are_shown(
     assert "is no longer pending" in error(stale.text)
     state = await pending_approval(handle)
     assert state.approved_by == []
+
+
+async def test_an_edit_outside_the_roots_is_refused_and_the_original_still_runs(
+    client: Client, deployment: Deployment, worker: None, visit: Visit
+) -> None:
+    target = workspace(deployment) / "kept.txt"
+    outside = deployment.path.parent / "outside.txt"
+    handle = await start_call(
+        client, deployment.task_queue, "create_file", {"path": str(target), "content": "kept\n"}
+    )
+    first = await pending_approval(handle)
+    bob = visit()
+    await bob.login("bob")
+    path = call_path(handle.id)
+    # The tool's preview refuses the path: the reason, on the edit form with the text kept.
+    text = f'{{"path": "{outside}", "content": "edited\\n"}}'
+    edit = await bob.act(f"{path}?edit=1", "edit", arguments=text)
+    assert edit.status_code == 409
+    assert error(edit.text) == (
+        f"The call refused the edit: create_file: {outside}: not inside a configured root"
+    )
+    kept = re.search(r'<textarea name="arguments"[^>]*>(.*?)</textarea>', edit.text, re.S)
+    assert kept is not None
+    assert html.unescape(kept.group(1)) == text
+    # The original request is still the one to decide, and approving it writes the file.
+    page = await bob.get(path)
+    assert form_for(page.text, "approve").fields["request_id"] == first.request_id
+    assert (await bob.act(path, "approve")).status_code == 303
+    result = await asyncio.wait_for(handle.result(), 30)
+    assert result.status is CallStatus.COMPLETED
+    assert target.read_text() == "kept\n"
+    assert not outside.exists()
+    assert result.edits == []
+    assert [e.kind.value for e in result.events].count("edit_refused") == 1
 
 
 async def test_approve_and_remember_creates_a_grant(
