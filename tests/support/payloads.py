@@ -36,9 +36,7 @@ def payloads_in(node: Any, inside: str = "") -> Iterator[dict[str, Any]]:
         if isinstance(node.get("metadata"), dict) and "encoding" in node["metadata"]:
             yield node
         for key, value in node.items():
-            if key == "searchAttributes" or (
-                inside == "details" and key in ("data", "patch-data")
-            ):
+            if key == "searchAttributes" or (inside == "details" and key in ("data", "patch-data")):
                 continue
             yield from payloads_in(value, key)
     elif isinstance(node, list):
