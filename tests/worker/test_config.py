@@ -373,7 +373,6 @@ def test_example_config_loads() -> None:
         *("calculator", "current_datetime", "ask_user"),
         *("read_file", "list_files", "create_file"),
     ]
-    assert config.files.roots == [Path("/tmp/toolcalls-scratch")]
     assert config.worker.graceful_shutdown_seconds == 30
     assert config.ceiling is None
     assert config.ceiling_policy() == default_ceiling()

@@ -49,7 +49,7 @@ async def test_create_file_waits_for_an_approval_then_writes(
         pending = await pending_approval(handle)
         assert pending.tool == "create_file"
         assert [r.split(":")[0] for r in pending.reasons] == ["filesystem.write"]
-        assert "+hello" in pending.preview[0].text
+        assert "+hello" in (pending.preview[0].text or "")
         assert not target.exists()
         await handle.execute_update(ToolCallWorkflow.decide, decision(pending, approver="me"))
         result = await asyncio.wait_for(handle.result(), 30)
