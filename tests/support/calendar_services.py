@@ -5,8 +5,11 @@ Only the endpoints the calendar tools use, answering in each API's documented fo
 - Google Calendar v3: ``events.insert`` takes a client-chosen ``id`` and answers 409
   (``reason: duplicate``) for an id the calendar already holds; ``events.get`` by id (404
   ``notFound`` otherwise).
-- Graph v1.0 ``POST {me|users/<id>}/{calendar|calendars/<id>}/events``: 201 with the event;
-  a ``transactionId`` the calendar already holds gets the event made under it, and no new one.
+- Graph v1.0 ``POST /me/calendar/events``: 201 with the event; a ``transactionId`` the calendar
+  already holds gets the event made under it, and no new one.
+
+Each service has a clock of its own (``now``) for the times it stamps and its ``Date`` header;
+``advance`` moves it on, so that a test says "a minute later" without waiting a minute.
 
 ``hold_creations`` makes a service store the first event it is asked to create, say so
 (``created``), and never answer that request: the worker that sent it does not learn that it
@@ -22,7 +25,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -51,12 +55,20 @@ class CalendarService:
     requests: list[Received] = field(default_factory=list)
     created: threading.Event = field(default_factory=threading.Event)
     port: int = 0
+    ahead: timedelta = timedelta(0)
+    """How far the service's clock is ahead of this machine's."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _released: threading.Event = field(default_factory=threading.Event)
 
     @property
     def origin(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + self.ahead
+
+    def advance(self, **delta: float) -> None:
+        self.ahead += timedelta(**delta)
 
     def answer(self, method: str, path: str, body: Any) -> tuple[int, Any, bool]:
         """The status and JSON body for one request, and whether to hold the answer back."""
@@ -70,7 +82,7 @@ class CalendarService:
             wanted = body.get("id")
             if any(event["id"] == wanted for event in self.events):
                 return 409, _google_error(409, "duplicate", GOOGLE_DUPLICATE), False
-            now = _utc_now()
+            now = _stamp(self.now())
             event = {
                 "kind": "calendar#event",
                 "etag": f'"{secrets.randbelow(10**16)}"',
@@ -110,7 +122,7 @@ class CalendarService:
         for event in self.events:
             if transaction is not None and event["transactionId"] == transaction:
                 return 201, {"@odata.context": context, **event}, False
-        now = _utc_now(graph=True)
+        now = _stamp(self.now(), graph=True)
         key = base64.urlsafe_b64encode(secrets.token_bytes(12)).decode()
         event_id = "AAMkAGI2TG93AAA" + base64.urlsafe_b64encode(secrets.token_bytes(30)).decode()
         event = {
@@ -159,8 +171,7 @@ class CalendarService:
         self._released.set()
 
 
-def _utc_now(*, graph: bool = False) -> str:
-    now = datetime.now(UTC)
+def _stamp(now: datetime, *, graph: bool = False) -> str:
     if graph:  # Graph: seven fractional digits and Z
         return now.strftime("%Y-%m-%dT%H:%M:%S.%f") + "0Z"
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
@@ -208,6 +219,9 @@ def _handler(service: CalendarService) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(data)
 
         do_GET = do_POST = _serve
+
+        def date_time_string(self, timestamp: float | None = None) -> str:
+            return format_datetime(service.now(), usegmt=True)  # the service's clock
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

@@ -181,6 +181,7 @@ async def test_a_worker_lost_during_a_creation_is_uncertain_and_the_event_exists
             assert (first.method, first.path) == ("POST", GRAPH_EVENTS)
             assert event["transactionId"] == identity
 
+        service.advance(minutes=1)  # the same call again, a minute later by the service's clock
         repeated = await call_again(client, task_queue, tmp_path, workflow_id, service)
         assert repeated.status is CallStatus.COMPLETED, repeated.error
         assert repeated.output is not None
@@ -198,6 +199,6 @@ async def test_a_worker_lost_during_a_creation_is_uncertain_and_the_event_exists
             # Graph answered the repeated transactionId with the event it already held.
             assert [(r.method, r.path) for r in service.requests[1:]] == [("POST", GRAPH_EVENTS)]
             assert service.requests[1].body["transactionId"] == identity
-            assert output["id"] == event["id"]
+            assert (output["id"], output["already_created"]) == (event["id"], True)
             assert output["event"]["transactionId"] == identity
         assert output["event"]["subject" if kind == "graph" else "summary"] == LUNCH["title"]
