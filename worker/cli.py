@@ -336,6 +336,7 @@ def _dev_server(
         port=port or dev.port,
         ui_port=None if headless or (dev.headless and not ui_port) else (ui_port or dev.ui_port),
         namespace=dev.namespace,
+        ui_codec_endpoint=config.codec.server_url,
     )
 
 
