@@ -6,8 +6,8 @@ Tracing is on when the standard variables name an exporter: ``OTEL_TRACES_EXPORT
 ``OTEL_SDK_DISABLED=true`` turns it off. Nothing is exported otherwise. The OTLP exporter reads
 its own variables (endpoint, headers, certificates, ``OTEL_EXPORTER_OTLP_PROTOCOL``: ``grpc``,
 the default, or ``http/protobuf``); ``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES`` name
-the process. All of it needs the
-``otel`` extra (``opentelemetry-sdk``, ``opentelemetry-exporter-otlp``).
+the process. All of it needs the ``otel`` extra (``opentelemetry-sdk``,
+``opentelemetry-exporter-otlp``).
 
 A process keeps one tracer provider (OpenTelemetry's global one: an application that set its own
 keeps it) and one interceptor, so a client and the worker built from it never trace twice.
