@@ -98,17 +98,27 @@ async def test_metrics_name_the_service_end_in_one_total_and_start_at_zero(
     )
     assert cut.output is not None
     assert cut.output["truncated"] is True
-    after = await settled(port, errors, 1)
+    large = await tools.call(
+        ToolCallRequest(
+            tool="create_file",
+            arguments={"path": str(tmp_path / "files" / "large.txt"), "content": "y" * 4096},
+        )
+    )
+    assert large.error is not None
+    assert large.error.code == "output_too_large"
+    after = await settled(port, errors, 2)
     # The first error moved the series that was at zero: there is no second one to miss it.
     assert series(after, errors, tool="calculator", code="execution_failed") == [1]
+    assert series(after, errors, tool="create_file", code="output_too_large") == [1]
     assert series(after, truncated, tool="list_files") == [1]
-    assert total(after, errors) == 1
+    assert series(after, refused, tool="create_file", what="preview") == [1]
+    assert total(after, errors) == 2
 
     names = {name for name, _ in after}
     assert not [name for name in names if name.endswith("_total_total")]
     # The plan ran the calculator as a local activity: the SDK's counter named ..._total.
     assert total(after, "temporal_local_activity_total", task_queue=task_queue) >= 1
-    assert total(after, "temporal_workflow_completed_total", task_queue=task_queue) == 2
+    assert total(after, "temporal_workflow_completed_total", task_queue=task_queue) == 3
     assert label_values(after, "toolcalls_calls_total", "service_name") == {"tools-eu"}
     assert all(dict(labels).get("service_name") == "tools-eu" for _, labels in after)
     stop(worker)
