@@ -37,6 +37,7 @@ from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.approval import ApprovalRequest
 from toolcalls.workflows.models.call import (
     DEFAULT_TASK_QUEUE,
+    MEMO_METADATA,
     MEMO_PENDING_APPROVAL,
     MEMO_PENDING_QUESTION,
     SEARCH_CAPABILITIES,
@@ -66,6 +67,8 @@ from toolcalls.workflows.models.views import (
     PendingPage,
     Started,
     finished_state,
+    memo_metadata,
+    metadata_of,
     model_or_none,
 )
 from toolcalls.workflows.reach.client_base import (
@@ -159,6 +162,7 @@ class ToolCallClient(ClientBase):
         """
         await check_request(self.client.data_converter, request)
         workflow_id = workflow_id or f"toolcall-{request.call_id or uuid.uuid4()}"
+        metadata = memo_metadata(request.metadata)
         try:
             handle = await self.client.start_workflow(
                 ToolCallWorkflow.run,
@@ -166,6 +170,7 @@ class ToolCallClient(ClientBase):
                 id=workflow_id,
                 task_queue=self.task_queue,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                memo={MEMO_METADATA: metadata} if metadata is not None else None,
                 search_attributes=TypedSearchAttributes(
                     [
                         SearchAttributePair(SEARCH_STATUS, Phase.PLANNING.value),
@@ -304,11 +309,17 @@ class ToolCallClient(ClientBase):
                 running=False,
                 history_events=[],
                 parent_id=description.parent_id,
+                metadata=await _metadata(description),
             )
         state = await self._live_state(handle, description) if running else None
         if state is not None:
             return CallView(
-                state, live=True, running=True, history_events=[], parent_id=description.parent_id
+                state,
+                live=True,
+                running=True,
+                history_events=[],
+                parent_id=description.parent_id,
+                metadata=await _metadata(description),
             )
         return await self._from_history(handle, description, running)
 
@@ -344,6 +355,7 @@ class ToolCallClient(ClientBase):
             running=running,
             history_events=names,
             parent_id=description.parent_id,
+            metadata=request.metadata,
         )
 
     async def definitions(
@@ -408,5 +420,11 @@ async def _pending_calls(execution: WorkflowExecution) -> list[PendingCall]:
             question=question,
             started_at=execution.start_time,
             parent_id=execution.parent_id,
+            metadata=metadata_of(memo.get(MEMO_METADATA)),
         )
     ]
+
+
+async def _metadata(description: WorkflowExecutionDescription) -> dict[str, str]:
+    """The request metadata the call's memo records (see ``MEMO_METADATA``)."""
+    return metadata_of(await description.memo_value(MEMO_METADATA, None))
