@@ -80,8 +80,6 @@ def refused(inbox: Inbox, request: Request, refusal: Refusal) -> Response:
         viewer = inbox.viewer(request)
     except Refusal:  # a request the proxy rules refuse is nobody's
         viewer = None
-    if viewer is not None and viewer.new_cookie is not None:
-        viewer = None  # a proxy's user seen for the first time: no session to show yet
     return inbox.message(viewer, refusal.status, heading, refusal.reason)
 
 
