@@ -52,8 +52,8 @@ def reason(recorded: str) -> Reason:
     whose = _SOURCES[source]
     if rule is None:
         why = f"{whose} policy {asks}"
-    elif rule == subject and rule.startswith("tool:"):
-        why = f"{whose} rule for this tool {asks}"
+    elif rule == subject:
+        why = f"{whose} rule for this {'tool' if rule.startswith('tool:') else 'capability'} {asks}"
     elif rule == "default":
         why = f"{whose} default rule {asks}"
     else:

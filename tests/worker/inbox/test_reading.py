@@ -45,6 +45,10 @@ def test_reasons_in_words_with_the_rule_kept() -> None:
         "It uses filesystem.write, which needs an approval: the caller's rule for filesystem.* "
         "asks for one."
     )
+    assert reason("git.write: require_approval (deployment rule git.write)").text == (
+        "It uses git.write, which needs an approval: the deployment's rule for this capability "
+        "asks for one."
+    )
     assert reason("git.write: require_approval (deployment rule default)").text == (
         "It uses git.write, which needs an approval: the deployment's default rule asks for one."
     )
