@@ -23,7 +23,6 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
-    WorkflowExecution,
     WorkflowExecutionDescription,
     WorkflowExecutionStatus,
 )
@@ -37,6 +36,7 @@ from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.approval import ApprovalRequest
 from toolcalls.workflows.models.call import (
     DEFAULT_TASK_QUEUE,
+    MEMO_METADATA,
     MEMO_PENDING_APPROVAL,
     MEMO_PENDING_QUESTION,
     SEARCH_CAPABILITIES,
@@ -66,6 +66,8 @@ from toolcalls.workflows.models.views import (
     PendingPage,
     Started,
     finished_state,
+    memo_metadata,
+    metadata_of,
     model_or_none,
 )
 from toolcalls.workflows.reach.client_base import (
@@ -75,9 +77,9 @@ from toolcalls.workflows.reach.client_base import (
     pydantic_converter,
     with_pydantic_converter,
 )
-from toolcalls.workflows.reach.client_inline import pending_calls
 from toolcalls.workflows.reach.finished import list_finished
 from toolcalls.workflows.reach.grant_client import list_grants, revoke_grant
+from toolcalls.workflows.reach.waiting import waiting_calls
 
 PLAN_WAIT = timedelta(seconds=30)
 """How long ``planned`` waits for a worker that serves the call to plan it."""
@@ -159,6 +161,7 @@ class ToolCallClient(ClientBase):
         """
         await check_request(self.client.data_converter, request)
         workflow_id = workflow_id or f"toolcall-{request.call_id or uuid.uuid4()}"
+        metadata = memo_metadata(request.metadata)
         try:
             handle = await self.client.start_workflow(
                 ToolCallWorkflow.run,
@@ -166,6 +169,7 @@ class ToolCallClient(ClientBase):
                 id=workflow_id,
                 task_queue=self.task_queue,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                memo={MEMO_METADATA: metadata} if metadata is not None else None,
                 search_attributes=TypedSearchAttributes(
                     [
                         SearchAttributePair(SEARCH_STATUS, Phase.PLANNING.value),
@@ -234,7 +238,7 @@ class ToolCallClient(ClientBase):
         calls are listed from their parent's memo, at the parent's place in the order."""
         found: list[PendingCall] = []
         async for execution in self.client.list_workflows(PENDING_QUERY, limit=limit):
-            found += await _pending_calls(execution)
+            found += await waiting_calls(execution)
             if len(found) >= limit:
                 break
         return found[:limit]
@@ -269,7 +273,7 @@ class ToolCallClient(ClientBase):
             PENDING_QUERY, page_size=page_size, next_page_token=token
         )
         await listing.fetch_next_page()
-        calls = [c for e in listing.current_page or [] for c in await _pending_calls(e)]
+        calls = [c for e in listing.current_page or [] for c in await waiting_calls(e)]
         if total is None:
             total = await self._waiting_total()
         following = listing.next_page_token
@@ -304,11 +308,17 @@ class ToolCallClient(ClientBase):
                 running=False,
                 history_events=[],
                 parent_id=description.parent_id,
+                metadata=await _metadata(description),
             )
         state = await self._live_state(handle, description) if running else None
         if state is not None:
             return CallView(
-                state, live=True, running=True, history_events=[], parent_id=description.parent_id
+                state,
+                live=True,
+                running=True,
+                history_events=[],
+                parent_id=description.parent_id,
+                metadata=await _metadata(description),
             )
         return await self._from_history(handle, description, running)
 
@@ -344,6 +354,7 @@ class ToolCallClient(ClientBase):
             running=running,
             history_events=names,
             parent_id=description.parent_id,
+            metadata=request.metadata,
         )
 
     async def definitions(
@@ -386,27 +397,6 @@ def _read_page_token(page_token: str) -> tuple[bytes, int | None]:
     return server_token, int(total)
 
 
-async def _pending_calls(execution: WorkflowExecution) -> list[PendingCall]:
-    """A listed call's pending approval or question, or a listed parent's inline calls waiting,
-    from their search attributes and memo."""
-    memo = await execution.memo()
-    if execution.workflow_type != WORKFLOW_NAME:
-        return pending_calls(execution, memo)
-    attrs = execution.typed_search_attributes
-    phase = Phase(attrs.get(SEARCH_STATUS) or Phase.AWAITING_APPROVAL.value)
-    approval = model_or_none(ApprovalRequest, memo.get(MEMO_PENDING_APPROVAL))
-    question = model_or_none(UserQuestion, memo.get(MEMO_PENDING_QUESTION))
-    if approval is None and question is None:
-        return []  # the memo and the attribute are written together; this one just moved on
-    return [
-        PendingCall(
-            workflow_id=execution.id,
-            tool=attrs.get(SEARCH_TOOL) or "",
-            capabilities=list(attrs.get(SEARCH_CAPABILITIES) or []),
-            phase=phase,
-            approval=approval,
-            question=question,
-            started_at=execution.start_time,
-            parent_id=execution.parent_id,
-        )
-    ]
+async def _metadata(description: WorkflowExecutionDescription) -> dict[str, str]:
+    """The request metadata the call's memo records (see ``MEMO_METADATA``)."""
+    return metadata_of(await description.memo_value(MEMO_METADATA, None))

@@ -47,8 +47,12 @@ def session(tmp_path: Path, address: str, deployment: Deployment) -> Open:
     """Open an MCP session over stdio to ``toolcalls mcp`` for the deployment."""
 
     @asynccontextmanager
-    async def open_session(recorder: Recorder | None = None, *extra: str) -> AsyncIterator[Any]:
-        async with stdio_session(tmp_path, address, deployment.path, recorder, *extra) as found:
+    async def open_session(
+        recorder: Recorder | None = None, *extra: str, client_info: Any = None
+    ) -> AsyncIterator[Any]:
+        async with stdio_session(
+            tmp_path, address, deployment.path, recorder, *extra, client_info=client_info
+        ) as found:
             yield found
 
     return open_session

@@ -146,8 +146,10 @@ async def stdio_session(
     config: Path,
     recorder: Recorder | None = None,
     *extra: str,
+    client_info: types.Implementation | None = None,
 ) -> AsyncIterator[ClientSession]:
-    """A ``ClientSession`` over stdio to ``toolcalls mcp`` (its stderr in ``tmp_path``)."""
+    """A ``ClientSession`` over stdio to ``toolcalls mcp`` (its stderr in ``tmp_path``), naming
+    itself ``client_info`` (the SDK's default otherwise)."""
     server = StdioServerParameters(
         command=TOOLCALLS,
         args=["mcp", "--config", str(config), "--address", address, *extra],
@@ -157,6 +159,8 @@ async def stdio_session(
     with (tmp_path / "mcp-stderr.log").open("a", encoding="utf-8") as errlog:
         async with stdio_client(server, errlog=errlog) as (read, write):
             elicit = recorder.elicit if recorder is not None and recorder.answer else None
-            async with ClientSession(read, write, elicitation_callback=elicit) as session:
+            async with ClientSession(
+                read, write, elicitation_callback=elicit, client_info=client_info
+            ) as session:
                 await session.initialize()
                 yield session
