@@ -106,9 +106,7 @@ async def test_a_name_with_an_invisible_character_is_refused(
 ) -> None:
     config = make_config(task_queue, approvers=TWO_OF_ANYONE)
     invisible = "alice\u200b"
-    problem = (
-        "'alice\\u200b': a name cannot hold the invisible character U+200B (ZERO WIDTH SPACE)"
-    )
+    problem = "'alice\\u200b': a name cannot hold the invisible character U+200B (ZERO WIDTH SPACE)"
     async with running_worker(client, config) as probes:
         handle = await start_call(client, task_queue, "probe_write", {"token": "t"})
         pending = await pending_approval(handle)
