@@ -24,12 +24,15 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.plugin import SimplePlugin
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import PatchActivationInput, WorkerConfig
 
 from tests.support.harness import Handle, make_config, running_worker, start_call, wait_for
 from tests.support.http_servers import serve, text
 from tests.support.tools import ALL_TOOL_NAMES
 from toolcalls.worker.devserver import temporal_binary
+from toolcalls.workflows.call.decisions import IDENTITY_PATCH
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.approval import (
     ApprovalDecision,
@@ -278,6 +281,37 @@ async def notified(client: Client, queue: str) -> Handle:
     return handle
 
 
+async def _identities(client: Client, queue: str, second: str) -> Handle:
+    """alice approves by update; ``second`` (a spelling of alice) by signal; then bob."""
+    handle = await start_call(client, queue, "probe_write", {"token": "who"})
+    pending = await _pending(handle)
+    await handle.execute_update(ToolCallWorkflow.decide, _decision(pending, "alice"))
+    signal = DecisionInput(request_id=pending.request_id, digest=pending.digest, approver=second)
+    await handle.signal(ToolCallWorkflow.approve, signal)
+    return handle
+
+
+async def identity_counted_twice_before_patch(client: Client, queue: str) -> Handle:
+    """Before approver names were canonical: ``Alice`` after ``alice`` was a second approver."""
+    return await _identities(client, queue, "Alice")
+
+
+async def identity_refused(client: Client, queue: str) -> Handle:
+    """``ALICE`` after ``alice`` is ignored as the same approver, ``alice`` with a zero-width
+    space as an invalid name; `` Bob `` is the second approver, recorded as ``bob``."""
+    handle = await _identities(client, queue, "ALICE")
+    pending = await _pending(handle)
+    signal = DecisionInput(
+        request_id=pending.request_id, digest=pending.digest, approver="alice\u200b"
+    )
+    await handle.signal(ToolCallWorkflow.approve, signal)
+    await wait_for(
+        handle, lambda s: [e.kind for e in s.events].count(EventKind.SIGNAL_IGNORED) == 2
+    )
+    await handle.execute_update(ToolCallWorkflow.decide, _decision(pending, " Bob "))
+    return handle
+
+
 APPROVERS = {
     "groups": {"ops": ["alice", "bob"], "security": ["carol"]},
     "max_grant_seconds": 3600,
@@ -314,6 +348,10 @@ SECTIONS: dict[str, dict[str, Any]] = {
         }
     },
     "granted": {"approvers": APPROVERS},
+    "identity_counted_twice_before_patch": {
+        "approvers": {"rules": {"filesystem.write": {"min_approvals": 2}}}
+    },
+    "identity_refused": {"approvers": {"rules": {"filesystem.write": {"min_approvals": 2}}}},
     "profiled": {
         "tools": [*ALL_TOOL_NAMES, "search_tools", "read_tool"],
         "profiles": {"probes": {"tools": ["probes.*", "discovery.*"]}},
@@ -350,7 +388,12 @@ SCENARIOS: dict[str, Scenario] = {
     "attested_approved": approved,
     "attested_granted": granted,
     "attested_notified": notified,
+    # Since approver names are canonical (``approver-identity-normalised``).
+    "identity_counted_twice_before_patch": identity_counted_twice_before_patch,
+    "identity_refused": identity_refused,
 }
+WITHOUT_PATCH = {"identity_counted_twice_before_patch": IDENTITY_PATCH}
+"""Recordings of the path before a patch: their worker leaves that patch off, as old code did."""
 ATTESTED = ("attested_approved", "attested_granted", "attested_notified")
 """The recordings made with attestations: they carry the patch's marker."""
 EXPECTED_STATUS = {
@@ -380,8 +423,34 @@ EXPECTED_STATUS = {
     "attested_approved": "completed",
     "attested_granted": "completed",
     "attested_notified": "completed",
+    "identity_counted_twice_before_patch": "completed",
+    "identity_refused": "completed",
 }
 """The status each recorded history ends with; the replay test checks the files against it."""
+
+
+class _PatchOff(SimplePlugin):
+    """Workers that leave one patch off in new runs: a run recorded as by the code before it."""
+
+    def __init__(self, patch: str) -> None:
+        super().__init__(f"toolcalls.record.without-{patch}")
+        self.patch = patch
+
+    def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
+        config = super().configure_worker(config)
+        config["patch_activation_callback"] = self._activate
+        return config
+
+    def _activate(self, patch: PatchActivationInput) -> bool:
+        return patch.patch_id != self.patch
+
+
+def _client(env: WorkflowEnvironment, name: str) -> Client:
+    if name not in WITHOUT_PATCH:
+        return env.client
+    config = env.client.config()
+    config["plugins"] = [_PatchOff(WITHOUT_PATCH[name])]
+    return Client(**config)
 
 
 async def record(names: list[str]) -> None:
@@ -402,8 +471,9 @@ async def record(names: list[str]) -> None:
                 if name == "edit_refused":
                     shutil.rmtree(EDIT_ROOT, ignore_errors=True)
                     (EDIT_ROOT / "root").mkdir(parents=True)
-                async with running_worker(env.client, make_config(queue, **sections)):
-                    handle = await SCENARIOS[name](env.client, queue)
+                client = _client(env, name)
+                async with running_worker(client, make_config(queue, **sections)):
+                    handle = await SCENARIOS[name](client, queue)
                     result = await asyncio.wait_for(handle.result(), 60)
             if result.status.value != EXPECTED_STATUS[name]:
                 raise SystemExit(

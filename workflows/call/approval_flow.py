@@ -66,7 +66,6 @@ class ApprovalFlow(Edits):
             )
         if rule is not None and rule.max_grant is not None and await self._granted(plan):
             return plan
-        self._canonical_names()
         await self._request_approval(plan, decision)
         reminders = 0
         while True:
@@ -161,6 +160,7 @@ class ApprovalFlow(Edits):
     @workflow.update
     async def decide(self, decision: ApprovalDecision) -> ApprovalRecord:
         """Approve or deny the pending request; with ``arguments``, approve an edited call."""
+        self._canonical_names()
         problem = self._decision_problem(decision, decision.approved)
         if problem:
             raise ApplicationError(problem, type="rejected", non_retryable=True)
@@ -184,6 +184,7 @@ class ApprovalFlow(Edits):
         """Propose other arguments without approving: the call is planned and prepared again and
         the new request (new id, digest and preview) waits for decisions. An approver who wants
         to see the edited preview before approving edits first, then approves."""
+        self._canonical_names()
         decision = proposal.as_decision()
         problem = self._decision_problem(decision, True)
         if problem:

@@ -40,12 +40,19 @@ class Decisions(ApprovalRequests):
     _edits_sent: int
     _grant_queue: list[tuple[ApprovalRecord, DecisionInput]]
     _notifications: list[asyncio.Task[None]]
-    _identities = False
-    """Whether names are canonical (``IDENTITY_PATCH``); set as the approval wait begins."""
+    _identities: bool | None = None
+    """Whether names are canonical (``IDENTITY_PATCH``); ``None`` until a handler asks."""
 
     def _canonical_names(self) -> None:
-        """Decide, once per call and before any decision is taken, how names are compared."""
-        self._identities = workflow.patched(IDENTITY_PATCH)
+        """Decide, at the first decision a handler takes, how this call compares names.
+
+        A handler, not the wait: a validator cannot ask for a patch, and a patch asked right
+        after the plan's local activity is seen too late on replay. A validator asked before
+        any handler assumes what a handler of this code would decide; validators never run on
+        replay, so old histories take the old branch only through the handlers.
+        """
+        if self._identities is None:
+            self._identities = workflow.patched(IDENTITY_PATCH)
 
     def _canonical(self, decision: _Decision) -> _Decision:
         """``decision`` with its approver's canonical name (``_decision_problem`` passed it).
@@ -53,7 +60,7 @@ class Decisions(ApprovalRequests):
         Raises:
             InvalidIdentity: the name holds an invisible character.
         """
-        if not self._identities:
+        if self._identities is False:
             return decision
         approver = canonical_identity(decision.approver)
         if approver == decision.approver:
@@ -75,6 +82,7 @@ class Decisions(ApprovalRequests):
         self._signal_decision(decision, approved=False)
 
     def _signal_decision(self, payload: Any, *, approved: bool) -> None:
+        self._canonical_names()
         verb = "approve" if approved else "deny"
         decision = self._parse_signal(DecisionInput, payload, verb)
         if decision is None:
