@@ -5,8 +5,8 @@ how an accepted decision is recorded.
 ``Decisions`` is a part of the one workflow class (see ``toolcalls.workflows.call.base``). An
 approver's name is compared and recorded in its canonical form
 (``toolcalls.workflows.rules.identities``), so ``Alice``, ``alice `` and the full-width form are one
-approver to the two-person rule, and a name with an invisible character is refused. Calls whose
-approval wait began before that (``IDENTITY_PATCH``) keep comparing names as they were sent.
+approver to the two-person rule, and a name with an invisible character is refused. Calls that
+took a decision before that (``IDENTITY_PATCH``) keep comparing names as they were sent.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from toolcalls.workflows.rules.identities import InvalidIdentity, canonical_iden
 
 IDENTITY_PATCH = "approver-identity-normalised"
 """Approver names are canonicalised before they are compared or recorded; one with an invisible
-character is refused. Decided once per call, as its approval wait begins."""
+character is refused. Asked once per call, by the first decision handler."""
 
 _Decision = TypeVar("_Decision", bound=DecisionInput)
 
