@@ -19,7 +19,10 @@ from tests.support.harness import (
     wait_for,
 )
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.approval import ApprovalRecord
 from toolcalls.workflows.models.call import CallStatus, EventKind
+from toolcalls.workflows.models.views import Delivery
+from toolcalls.workflows.reach.client import ToolCallClient
 
 TWO_OF_ANYONE = {"rules": {"filesystem.write": {"min_approvals": 2}}}
 """Anyone may decide, two distinct approvers needed."""
@@ -137,3 +140,32 @@ async def test_a_name_with_an_invisible_character_is_refused(
     assert result.error is not None
     assert result.error.message == "probe_write: denied by bob: no"
     assert probes.runs == {}
+
+
+async def test_through_the_python_client(client: Client, task_queue: str) -> None:
+    config = make_config(task_queue, approvers=TWO_OF_ANYONE)
+    calls = ToolCallClient(client, task_queue=task_queue)
+    async with running_worker(client, config) as probes:
+        handle = await start_call(client, task_queue, "probe_write", {"token": "t"})
+        await pending_approval(handle)
+        first = await calls.approve(handle.id, approver="alice")
+        assert first.delivery is Delivery.ACCEPTED
+        for variant in VARIANTS:
+            again = await calls.approve(handle.id, approver=variant)
+            assert (again.delivery, again.reason) == (
+                Delivery.REJECTED,
+                "'alice' already approved this call",
+            )
+        invisible = await calls.deny(handle.id, approver="bob\u200b")
+        assert invisible.delivery is Delivery.REJECTED
+        assert invisible.reason == (
+            "'bob\\u200b': a name cannot hold the invisible character U+200B (ZERO WIDTH SPACE)"
+        )
+        assert probes.runs == {}
+        second = await calls.approve(handle.id, approver="Bob")
+        assert second.delivery is Delivery.ACCEPTED
+        assert isinstance(second.record, ApprovalRecord)
+        assert second.record.approver == "bob"
+        result = await asyncio.wait_for(handle.result(), 30)
+    assert result.status is CallStatus.COMPLETED
+    assert probes.runs == {"probe_write": 1}
