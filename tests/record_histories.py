@@ -24,12 +24,11 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.plugin import SimplePlugin
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import PatchActivationInput, WorkerConfig
 
 from tests.support.harness import Handle, make_config, running_worker, start_call, wait_for
 from tests.support.http_servers import serve, text
+from tests.support.patches import without_patch
 from tests.support.tools import ALL_TOOL_NAMES
 from toolcalls.worker.devserver import temporal_binary
 from toolcalls.workflows.call.decisions import IDENTITY_PATCH
@@ -429,30 +428,6 @@ EXPECTED_STATUS = {
 """The status each recorded history ends with; the replay test checks the files against it."""
 
 
-class _PatchOff(SimplePlugin):
-    """Workers that leave one patch off in new runs: a run recorded as by the code before it."""
-
-    def __init__(self, patch: str) -> None:
-        super().__init__(f"toolcalls.record.without-{patch}")
-        self.patch = patch
-
-    def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
-        config = super().configure_worker(config)
-        config["patch_activation_callback"] = self._activate
-        return config
-
-    def _activate(self, patch: PatchActivationInput) -> bool:
-        return patch.patch_id != self.patch
-
-
-def _client(env: WorkflowEnvironment, name: str) -> Client:
-    if name not in WITHOUT_PATCH:
-        return env.client
-    config = env.client.config()
-    config["plugins"] = [_PatchOff(WITHOUT_PATCH[name])]
-    return Client(**config)
-
-
 async def record(names: list[str]) -> None:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_binary(),
@@ -471,7 +446,9 @@ async def record(names: list[str]) -> None:
                 if name == "edit_refused":
                     shutil.rmtree(EDIT_ROOT, ignore_errors=True)
                     (EDIT_ROOT / "root").mkdir(parents=True)
-                client = _client(env, name)
+                client = env.client
+                if name in WITHOUT_PATCH:
+                    client = without_patch(client, WITHOUT_PATCH[name])
                 async with running_worker(client, make_config(queue, **sections)):
                     handle = await SCENARIOS[name](client, queue)
                     result = await asyncio.wait_for(handle.result(), 60)
