@@ -1,5 +1,19 @@
-"""Fixtures of the core family's tests: none are shared between its modules yet.
+"""Fixtures of the core family's tests: the call the tools serve."""
 
-``test_clock`` keeps its own ``host_not_in_utc`` (only it needs one); fixtures that two modules
-come to need move here.
-"""
+from __future__ import annotations
+
+import pytest
+
+from toolcalls.activities.base import CallContext
+
+
+@pytest.fixture
+def call() -> CallContext:
+    """A call with no approval and no precondition, as a plain allowed call has."""
+    return CallContext(
+        workflow_id="wf-core",
+        call_id="call-1",
+        idempotency_key="wf-core/call-1",
+        approval=None,
+        precondition=None,
+    )
