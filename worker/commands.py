@@ -124,7 +124,7 @@ async def run(config: Config, args: argparse.Namespace) -> int:
                 "total": page.total,
                 "next_page_token": page.next_page_token,
             }
-            _emit(args, data, pending_table(page.calls) + _page_note(page, args.limit))
+            _emit(args, data, _pending_text(page, args))
             return EXIT_OK
         if args.command == "show":
             view = await calls.status(args.workflow_id)
@@ -154,6 +154,14 @@ async def run(config: Config, args: argparse.Namespace) -> int:
         if exc.status is RPCStatusCode.NOT_FOUND:
             raise CommandError(EXIT_FAILED, f"{what}: {exc.message}") from None
         raise CommandError(EXIT_USAGE, f"{what}: {exc.message}") from None
+
+
+def _pending_text(page: PendingPage, args: argparse.Namespace) -> str:
+    if not page.calls and args.page_token:
+        # The server gives a token for a page that turns out empty when the one before was
+        # full: the listing ended there, which "no calls are waiting" would contradict.
+        return f"no more calls; {page.total} waiting"
+    return pending_table(page.calls) + _page_note(page, args.limit)
 
 
 def _page_note(page: PendingPage, limit: int) -> str:
