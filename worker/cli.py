@@ -36,7 +36,7 @@ from toolcalls.worker.telemetry.logs import configure_logging
 from toolcalls.worker.telemetry.runtime import worker_runtime
 from toolcalls.worker.telemetry.settings import LogFormat, split_address
 from toolcalls.workflows.models.approval import GrantScope
-from toolcalls.workflows.reach.client import ToolCallClient
+from toolcalls.workflows.reach.client import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ToolCallClient
 
 if TYPE_CHECKING:
     from temporalio.runtime import Runtime
@@ -185,7 +185,10 @@ def _call_parsers(commands_: argparse._SubParsersAction[_Parser]) -> None:
         "pending", parents=both, help="list calls waiting for an approval or an answer"
     )
     pending.add_argument(
-        "--limit", type=int, default=100, help="list at most this many (a page; 1-1000)"
+        "--limit",
+        type=int,
+        default=DEFAULT_PAGE_SIZE,
+        help=f"list at most this many (a page; 1-{MAX_PAGE_SIZE})",
     )
     pending.add_argument(
         "--page-token", metavar="TOKEN", help="the next page, as the previous one printed it"

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
 import uuid
+import zlib
 from datetime import timedelta
 from typing import Any
 
@@ -86,6 +88,7 @@ PLAN_WAIT = timedelta(seconds=30)
 DEFINITIONS_WAIT = timedelta(seconds=30)
 """How long ``definitions`` waits for a worker of the deployment to answer."""
 PLAN_POLL_SECONDS = 0.2
+DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1_000
 WAITING_CALLS = (
     f'WorkflowType = "{WORKFLOW_NAME}" AND '
@@ -95,8 +98,9 @@ WAITING_CALLS = (
 WAITING_PARENTS = f"{SEARCH_INLINE_WAITING.name} > 0"
 """Parents whose inline calls wait for a human (the memo lists them)."""
 PENDING_QUERY = f'ExecutionStatus = "Running" AND (({WAITING_CALLS}) OR {WAITING_PARENTS})'
-PAGE_TOKEN_TAG = b"toolcalls-pending:1:"
-"""Begins a ``pending_page`` token that carries the listing's total before the server's token."""
+PAGE_TOKEN_TAG = b"toolcalls-pending:2:"
+"""Begins a ``pending_page`` token: then the listing's total, a checksum of the server's token
+and the server's token itself."""
 
 
 __all__ = [
@@ -107,6 +111,7 @@ __all__ = [
     "FinishedCall",
     "NoPendingRequest",
     "Outcome",
+    "PageTokenError",
     "PayloadTooLarge",
     "PendingCall",
     "PendingPage",
@@ -255,7 +260,7 @@ class ToolCallClient(ClientBase):
         return await handle.result()
 
     async def pending_page(
-        self, *, page_size: int = 100, page_token: str | None = None
+        self, *, page_size: int = DEFAULT_PAGE_SIZE, page_token: str | None = None
     ) -> PendingPage:
         """One page of the calls waiting for a human, with how many wait in all and the token of
         the next page (``None`` on the last). A page holds ``page_size`` workflows: a parent
@@ -265,7 +270,12 @@ class ToolCallClient(ClientBase):
         The total is counted for the first page and carried by the tokens of the pages after it:
         a count reads every waiting call, so counting for each page would make listing them all
         cost the square of their number. A page read with a token shows the total as it was when
-        the listing began."""
+        the listing began.
+
+        Raises:
+            ValueError: ``page_size`` is not 1-1000.
+            PageTokenError: ``page_token`` is not one a page gave (nothing reaches the server).
+        """
         if not 1 <= page_size <= MAX_PAGE_SIZE:
             raise ValueError(f"page_size must be 1-{MAX_PAGE_SIZE}")
         token, total = _read_page_token(page_token) if page_token else (None, None)
@@ -379,21 +389,39 @@ class ToolCallClient(ClientBase):
         await revoke_grant(self.client, grant_id, Revocation(by=by, reason=reason))
 
 
+class PageTokenError(ValueError):
+    """A ``page_token`` that no ``pending_page`` gave, or a damaged copy of one."""
+
+
 def _page_token(server_token: bytes, total: int) -> str:
-    """The next page's token: the server's, with the total counted for the first page."""
-    return base64.urlsafe_b64encode(PAGE_TOKEN_TAG + f"{total}:".encode() + server_token).decode()
+    """The next page's token: the server's, with the total counted for the first page and a
+    checksum that lets a damaged copy be refused before the server sees it."""
+    head = f"{total}:{zlib.crc32(server_token):08x}:".encode()
+    return base64.urlsafe_b64encode(PAGE_TOKEN_TAG + head + server_token).decode()
 
 
-def _read_page_token(page_token: str) -> tuple[bytes, int | None]:
-    """The server's token and the carried total (``None`` for a token without one).
+def _read_page_token(page_token: str) -> tuple[bytes, int]:
+    """The server's token and the carried total.
+
+    Only a token ``pending_page`` gave is sent to the server: it answers anything else (a typo, a
+    truncated copy) with an internal error that the client retries for seconds.
 
     Raises:
-        ValueError: the token is not base64 or its total is not a number.
+        PageTokenError: the token is not one that ``pending_page`` returned, or it was damaged.
     """
-    raw = base64.urlsafe_b64decode(page_token.encode())
-    if not raw.startswith(PAGE_TOKEN_TAG):
-        return raw, None
-    total, _, server_token = raw[len(PAGE_TOKEN_TAG) :].partition(b":")
+    try:
+        raw = base64.b64decode(page_token.encode(), altchars=b"-_", validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    total, _, rest = raw.removeprefix(PAGE_TOKEN_TAG).partition(b":")
+    checksum, _, server_token = rest.partition(b":")
+    if not (
+        raw.startswith(PAGE_TOKEN_TAG)
+        and total.isdigit()
+        and server_token
+        and checksum == f"{zlib.crc32(server_token):08x}".encode()
+    ):
+        raise PageTokenError("not a token a previous page gave, or cut short")
     return server_token, int(total)
 
 

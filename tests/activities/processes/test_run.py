@@ -37,18 +37,6 @@ from toolcalls.activities.processes.runner import (
 from toolcalls.workflows.models.call import ErrorCode
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "root"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def tools(tmp_path: Path, root: Path) -> ProcessTools:
-    return make_tools(tmp_path, root, kill_grace=0.5)
-
-
 def args(root: Path, argv: list[str], **more: Any) -> ExecuteCommandArgs:
     return ExecuteCommandArgs.model_validate(
         {"argv": argv, "cwd": str(root), "env": [f"PATH={SYSTEM_PATH}"], **more}

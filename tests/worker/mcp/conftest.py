@@ -16,7 +16,8 @@ import pytest
 from temporalio.client import Client
 
 from tests.support.harness import running_worker
-from tests.worker.mcp.support import Deployment, Open, Recorder, stdio_session
+from tests.worker.mcp.support import Deployment, Open, Recorder, serve_http, stdio_session
+from tests.worker.support import Spawn
 from toolcalls.worker.config import load_config
 from toolcalls.workflows.reach.client import ToolCallClient
 
@@ -56,3 +57,9 @@ def session(tmp_path: Path, address: str, deployment: Deployment) -> Open:
             yield found
 
     return open_session
+
+
+@pytest.fixture
+def url(spawn: Spawn, tmp_path: Path, address: str, deployment: Deployment) -> str:
+    """A ``toolcalls mcp --http`` process for the deployment; its endpoint."""
+    return serve_http(spawn, tmp_path, address, deployment)
