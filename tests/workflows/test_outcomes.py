@@ -326,6 +326,7 @@ async def test_an_allowed_pure_tool_runs_inside_its_plan(client: Client, task_qu
     assert failed.error.code is ErrorCode.EXECUTION_FAILED
     assert "division by zero" in failed.error.message
     # A call that needs an approval never runs in its plan: after the approval, its activity.
-    # Its markers: the plan, the approval's attestation (and the patch that added it), the tool.
+    # Its markers: the plan, the approval's attestation, the tool, and two patches (the
+    # attestation's, and the decision's canonical approver names).
     assert approved.status is CallStatus.COMPLETED
-    assert (await history_types(gated)).count(EventType.EVENT_TYPE_MARKER_RECORDED) == 4
+    assert (await history_types(gated)).count(EventType.EVENT_TYPE_MARKER_RECORDED) == 5
