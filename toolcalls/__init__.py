@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     )
     from toolcalls.workflows.reach.client import ToolCallClient
     from toolcalls.workflows.reach.parent import CallBudget, ToolCalls
+    from toolcalls.workflows.reach.script import run_script
 
 __all__ = [
     "ApprovalDecision",
@@ -49,6 +50,7 @@ __all__ = [
     "data_converter",
     "load_config",
     "replay_histories",
+    "run_script",
 ]
 
 _WHERE = {
@@ -68,6 +70,7 @@ _WHERE = {
     "replay_histories": "toolcalls.worker.replay",
     "ReplayFailed": "toolcalls.worker.replay",
     "ReplayReport": "toolcalls.worker.replay",
+    "run_script": "toolcalls.workflows.reach.script",
 }
 """The module each public name lives in."""
 
