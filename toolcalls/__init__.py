@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         ToolCallResult,
     )
     from toolcalls.workflows.reach.client import ToolCallClient
+    from toolcalls.workflows.reach.keyless import MissingKeys, PayloadKeyError
     from toolcalls.workflows.reach.parent import CallBudget, ToolCalls
     from toolcalls.workflows.reach.script import run_script
 
@@ -38,6 +39,8 @@ __all__ = [
     "CallStatus",
     "CapabilityPolicy",
     "ConfigError",
+    "MissingKeys",
+    "PayloadKeyError",
     "ReplayFailed",
     "ReplayReport",
     "ToolCallClient",
@@ -71,6 +74,8 @@ _WHERE = {
     "ReplayFailed": "toolcalls.worker.replay",
     "ReplayReport": "toolcalls.worker.replay",
     "run_script": "toolcalls.workflows.reach.script",
+    "MissingKeys": "toolcalls.workflows.reach.keyless",
+    "PayloadKeyError": "toolcalls.workflows.reach.keyless",
 }
 """The module each public name lives in."""
 
