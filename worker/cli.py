@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from toolcalls.worker import arguments, cli_worker, commands, replay
 from toolcalls.worker.cli_parser import parse
@@ -46,14 +47,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     except CommandError as exc:
         leave(exc.code, f"toolcalls: {exc}")
     except BrokenPipeError:
-        # The reader of the output went away (`toolcalls ... | head -3`): end quietly.
-        silence(sys.stdout)
-        leave(EXIT_FAILED)
+        _reader_gone()
     except KeyboardInterrupt:
         if args.command not in SERVING_COMMANDS:
             leave(EXIT_FAILED, f"toolcalls: {args.command}: interrupted")
         code = EXIT_OK
     leave(code)
+
+
+def _reader_gone() -> NoReturn:
+    """The reader of the output went away (`toolcalls ... | head -3`): end quietly, exit 1."""
+    silence(sys.stdout)
+    leave(EXIT_FAILED)
 
 
 def _dispatch(args: argparse.Namespace) -> int:

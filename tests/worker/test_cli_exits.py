@@ -54,13 +54,14 @@ def test_mcp_http_on_a_busy_port_exits_2_before_connecting(tmp_path: Path, busy_
     )
 
 
-def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+@pytest.mark.parametrize("args", [("tools", "--format", "openai"), ("tools", "--json")])
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path, args: tuple[str, ...]) -> None:
     # `toolcalls tools | head -1` once head has gone: a pipe nobody reads any more.
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
         done = subprocess.run(
-            [TOOLCALLS, "tools", "--format", "openai"],
+            [TOOLCALLS, *args],
             stdout=write_end,
             stderr=subprocess.PIPE,
             env=hermetic_env(tmp_path),
