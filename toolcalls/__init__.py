@@ -29,7 +29,9 @@ if TYPE_CHECKING:
         ToolCallResult,
     )
     from toolcalls.workflows.reach.client import ToolCallClient
+    from toolcalls.workflows.reach.keyless import MissingKeys, PayloadKeyError
     from toolcalls.workflows.reach.parent import CallBudget, ToolCalls
+    from toolcalls.workflows.reach.script import run_script
 
 __all__ = [
     "ApprovalDecision",
@@ -37,6 +39,8 @@ __all__ = [
     "CallStatus",
     "CapabilityPolicy",
     "ConfigError",
+    "MissingKeys",
+    "PayloadKeyError",
     "ReplayFailed",
     "ReplayReport",
     "ToolCallClient",
@@ -49,6 +53,7 @@ __all__ = [
     "data_converter",
     "load_config",
     "replay_histories",
+    "run_script",
 ]
 
 _WHERE = {
@@ -68,6 +73,9 @@ _WHERE = {
     "replay_histories": "toolcalls.worker.replay",
     "ReplayFailed": "toolcalls.worker.replay",
     "ReplayReport": "toolcalls.worker.replay",
+    "run_script": "toolcalls.workflows.reach.script",
+    "MissingKeys": "toolcalls.workflows.reach.keyless",
+    "PayloadKeyError": "toolcalls.workflows.reach.keyless",
 }
 """The module each public name lives in."""
 

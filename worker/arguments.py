@@ -1,7 +1,7 @@
 """The call commands' arguments, checked before anything connects.
 
-A typo is a usage error (exit 2) whatever the state of the server. Exit codes and ``CommandError``
-live here too, so that every command module can raise one.
+A typo is a usage error (exit 2) whatever the state of the server. The exit codes and
+``CommandError`` (``toolcalls.worker.exits``) can be imported from here too.
 """
 
 from __future__ import annotations
@@ -15,6 +15,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from toolcalls.worker.exits import (
+    EXIT_FAILED as EXIT_FAILED,
+    EXIT_OK as EXIT_OK,
+    EXIT_USAGE as EXIT_USAGE,
+    CommandError as CommandError,
+)
 from toolcalls.worker.sections import check_rule_keys
 from toolcalls.workflows.models.approval import (
     MAX_APPROVER_CHARS,
@@ -25,18 +31,6 @@ from toolcalls.workflows.models.approval import (
 from toolcalls.workflows.models.call import CapabilityPolicy, Effect, ToolCallRequest
 from toolcalls.workflows.rules import policy
 from toolcalls.workflows.rules.identities import InvalidIdentity, canonical_identity
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-
-
-class CommandError(Exception):
-    """A command did not succeed: ``code`` is the exit status, the message one line for stderr."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def approval_timeout(value: str) -> timedelta | None:

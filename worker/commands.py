@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import difflib
 import os
 import sys
 import time
@@ -30,7 +31,7 @@ from toolcalls.worker.arguments import (
     build_request,
     decision_extras,
 )
-from toolcalls.worker.config import Config, build_catalog
+from toolcalls.worker.config import CONFIG_ENV, Config, build_catalog
 from toolcalls.worker.connect import connect, resolve_target
 from toolcalls.worker.payloads.codec import PayloadKeyError
 from toolcalls.worker.payloads.converter import data_converter
@@ -106,6 +107,8 @@ async def run(config: Config, args: argparse.Namespace) -> int:
     """Run one of the commands that talk to Temporal."""
     # Arguments are checked before connecting: a typo is a usage error, whatever the server.
     request = build_request(args) if args.command == "call" else None
+    if request is not None:
+        check_tool(config, request.tool, args.config or os.environ.get(CONFIG_ENV))
     calls = await connect_tools(config, args)
     subject = getattr(args, "workflow_id", None) or getattr(args, "grant_id", None)
     what = " ".join(filter(None, [args.command, subject]))
@@ -154,6 +157,25 @@ async def run(config: Config, args: argparse.Namespace) -> int:
         if exc.status is RPCStatusCode.NOT_FOUND:
             raise CommandError(EXIT_FAILED, f"{what}: {exc.message}") from None
         raise CommandError(EXIT_USAGE, f"{what}: {exc.message}") from None
+
+
+def check_tool(config: Config, tool: str, source: str | None) -> None:
+    """Refuse a tool the configuration ``source`` does not enable, before anything starts.
+
+    Without a configuration file the command does not know the deployment's tools, and the
+    workflow's plan is the one to refuse an unknown tool.
+    """
+    if source is None:
+        return
+    known = build_catalog(config).names
+    if tool in known:
+        return
+    near = difflib.get_close_matches(tool, known, n=1, cutoff=0.6)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    raise CommandError(
+        EXIT_USAGE,
+        f"call: no tool {tool!r} in {source}{hint} (its tools: {', '.join(known)})",
+    )
 
 
 def _pending_text(page: PendingPage, args: argparse.Namespace) -> str:

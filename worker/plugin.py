@@ -51,6 +51,7 @@ from toolcalls.worker.telemetry.tracing import (
 from toolcalls.workflows.call.definitions import DefinitionsWorkflow
 from toolcalls.workflows.call.grants import GrantWorkflow
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.reach.keyless import ENCRYPTING_WORKER
 
 PLUGIN_NAME = "toolcalls.ToolCallsPlugin"
 OWN_WORKFLOWS = (ToolCallWorkflow, GrantWorkflow, DefinitionsWorkflow)
@@ -172,6 +173,10 @@ class ToolCallsPlugin(SimplePlugin):
         # converter, the deployment's codec and store could not read a single toolcalls payload.
         client = self._with_converter(config["client"])
         config["client"] = client
+        if self.payloads.codec is not None:
+            # A client without keys sees this on the task queue and starts nothing (keyless.py).
+            identity = config.get("identity") or client.identity
+            config["identity"] = f"{identity} {ENCRYPTING_WORKER}"
         served = self.served(config["task_queue"])
         deployment = served.config
         built = build_instances(

@@ -154,7 +154,9 @@ def test_no_subcommand_exits_2(tmp_path: Path) -> None:
     done = run([TOOLCALLS], tmp_path)
     assert done.returncode == 2
     assert "usage: toolcalls" in done.stderr
-    assert "required" in done.stderr
+    assert one_line(done.stderr.split("\n", 1)[1]).startswith(
+        "toolcalls: choose a command: worker, "
+    )
 
 
 def test_python_m_toolcalls_is_the_command(tmp_path: Path) -> None:

@@ -57,6 +57,7 @@ from toolcalls.workflows.reach.client import (
     PayloadTooLarge,
     ToolCallClient,
 )
+from toolcalls.workflows.reach.keyless import KeylessCodec
 
 ZLIB = b"binary/zlib"
 PROBE = timedelta(seconds=2)
@@ -91,10 +92,16 @@ async def test_a_plain_client_gets_the_pydantic_converter(client: Client, task_q
     assert tools.client is not plain
     assert tools.client.data_converter.payload_converter_class is PydanticPayloadConverter
     assert plain.data_converter.payload_converter_class is DefaultPayloadConverter
-    assert ToolCallClient(client).client is client
+    # Without a codec of its own, a client gets the one that refuses an encrypted payload with
+    # a typed error; a client that has what it needs is used as it is.
+    keyless = ToolCallClient(client).client
+    assert keyless.data_converter.payload_converter_class is PydanticPayloadConverter
+    assert isinstance(keyless.data_converter.payload_codec, KeylessCodec)
+    assert ToolCallClient(keyless).client is keyless
     address = client.service_client.config.target_host
     connected = await ToolCallClient.connect(address, task_queue=task_queue)
-    assert connected.client.data_converter is pydantic_data_converter
+    assert connected.client.data_converter.payload_converter_class is PydanticPayloadConverter
+    assert isinstance(connected.client.data_converter.payload_codec, KeylessCodec)
 
     async with running_worker(client, make_config(task_queue)):
         request = calc()

@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import importlib.metadata
 import logging
+import socket
 from collections.abc import Mapping
 
 import anyio
@@ -30,6 +31,7 @@ from toolcalls.activities.catalog import Catalog
 from toolcalls.worker.arguments import EXIT_OK, default_approver
 from toolcalls.worker.commands import connect_tools
 from toolcalls.worker.config import Config, ConfigError, build_catalog
+from toolcalls.worker.listen import bind
 from toolcalls.worker.mcp.auth import BearerToken, token_from
 from toolcalls.worker.mcp.calls import call_tool
 from toolcalls.worker.mcp.front import IDEMPOTENCY_KEY, Front
@@ -103,6 +105,27 @@ async def run(config: Config, args: argparse.Namespace, environ: Mapping[str, st
     if profile is not None and profile not in catalog.settings.profiles:
         known = ", ".join(catalog.settings.profiles) or "none"
         raise ConfigError(f"mcp: no profile {profile!r}; profiles: {known}")
+    # A busy port stops the command before it connects to anything.
+    sock = bind(*address, "mcp") if address is not None else None
+    try:
+        await _serve(config, args, catalog, who, profile, (address, sock), token)
+    finally:
+        if sock is not None:
+            sock.close()
+    return EXIT_OK
+
+
+async def _serve(
+    config: Config,
+    args: argparse.Namespace,
+    catalog: Catalog,
+    who: str,
+    profile: str | None,
+    listener: tuple[tuple[str, int] | None, socket.socket | None],
+    token: str | None,
+) -> None:
+    address, sock = listener
+    http = sock is not None
     calls = await connect_tools(config, args)
     await _check_worker(calls)
     front = Front.build(
@@ -115,11 +138,10 @@ async def run(config: Config, args: argparse.Namespace, environ: Mapping[str, st
         profile=profile,
     )
     server = build_server(front)
-    if address is not None and token is not None:
-        await _serve_http(server, address, token, catalog)
+    if address is not None and sock is not None and token is not None:
+        await _serve_http(server, address, sock, token, catalog)
     else:
         await _serve_stdio(server)
-    return EXIT_OK
 
 
 def _address(listen: str) -> tuple[str, int]:
@@ -157,7 +179,7 @@ async def _serve_stdio(server: Server) -> None:
 
 
 async def _serve_http(
-    server: Server, address: tuple[str, int], token: str, catalog: Catalog
+    server: Server, address: tuple[str, int], sock: socket.socket, token: str, catalog: Catalog
 ) -> None:
     host, port = address
     listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -165,7 +187,7 @@ async def _serve_http(
     http = uvicorn.Server(
         uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
     )
-    serving = asyncio.ensure_future(http.serve())
+    serving = asyncio.ensure_future(http.serve(sockets=[sock]))
     while not http.started and not serving.done():
         await asyncio.sleep(0.05)
     if http.started:

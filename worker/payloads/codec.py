@@ -9,7 +9,8 @@ whether it was compressed.
 Decoding leaves payloads that are not ours alone (plaintext written before encryption was turned
 on, external-storage claims). A payload whose key this process lacks, or that does not
 authenticate under the key of that id, raises ``PayloadKeyError`` naming the key id: never
-garbage, never a silent plaintext.
+garbage, never a silent plaintext. ``KeylessCodec`` and ``PayloadKeyError`` live with the client
+(``toolcalls.workflows.reach.keyless``), which uses them too.
 """
 
 from __future__ import annotations
@@ -22,9 +23,14 @@ from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
 
 from toolcalls.worker.payloads.keys import Keyring
+from toolcalls.workflows.reach.keyless import (
+    ENCODING as ENCODING,
+    KEY_ID as KEY_ID,
+    KeylessCodec as KeylessCodec,
+    PayloadKeyError as PayloadKeyError,
+    key_id_of,
+)
 
-ENCODING = b"binary/encrypted"
-KEY_ID = "encryption-key-id"
 CIPHER = "encryption-cipher"
 COMPRESSION = "encryption-compression"
 AES_256_GCM = b"AES-256-GCM"
@@ -33,19 +39,8 @@ NONCE_BYTES = 12
 _AAD_PREFIX = b"toolcalls-payload-v1\x00"
 
 
-class PayloadKeyError(ValueError):
-    """An encrypted payload cannot be decrypted here; the message names its key id."""
-
-
 def _aad(key_id: bytes, compression: bytes) -> bytes:
     return _AAD_PREFIX + key_id + b"\x00" + compression
-
-
-def key_id_of(payload: Payload) -> str | None:
-    """The key id of a payload this codec encrypted, or ``None`` for any other payload."""
-    if payload.metadata.get("encoding") != ENCODING or KEY_ID not in payload.metadata:
-        return None
-    return payload.metadata[KEY_ID].decode(errors="replace")
 
 
 class EncryptionCodec(PayloadCodec):
@@ -124,21 +119,3 @@ class EncryptionCodec(PayloadCodec):
         inner = Payload()
         inner.ParseFromString(plain)
         return inner
-
-
-class KeylessCodec(PayloadCodec):
-    """The codec of a process given no keys: plaintext passes, an encrypted payload is refused
-    with its key id (instead of an unknown-encoding error from the payload converter)."""
-
-    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
-        return list(payloads)
-
-    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
-        for payload in payloads:
-            key_id = key_id_of(payload)
-            if key_id is not None:
-                raise PayloadKeyError(
-                    f"payload encrypted with key {key_id!r}, but this process has no keys: "
-                    "configure [codec] keys_env or keys_file"
-                )
-        return list(payloads)

@@ -40,6 +40,7 @@ from temporalio.converter import PayloadCodec
 
 from toolcalls.activities.family import Extra
 from toolcalls.worker.config import Config, ConfigError
+from toolcalls.worker.listen import bind
 from toolcalls.worker.payloads.codec import PayloadKeyError
 from toolcalls.worker.payloads.converter import payload_pipeline
 from toolcalls.worker.payloads.settings import CodecServerSection, is_loopback
@@ -274,16 +275,20 @@ async def run(config: Config, args: argparse.Namespace, environ: Mapping[str, st
     host, port = split_listen(listen)
     if service.section.allow_anonymous and not is_loopback(listen):
         raise ConfigError(f"codec.server.allow_anonymous needs a loopback address, not {listen}")
+    sock = bind(host, port, "codec server")
     server = uvicorn.Server(
         uvicorn.Config(app(service), host=host, port=port, log_level="warning", access_log=False)
     )
-    serving = asyncio.ensure_future(server.serve())
-    while not server.started and not serving.done():
-        await asyncio.sleep(0.05)
-    if server.started:
-        origins = ", ".join(service.section.origins) or "none"
-        print(f"codec server at http://{listen} (origins: {origins})", flush=True)
-    await serving
+    try:
+        serving = asyncio.ensure_future(server.serve(sockets=[sock]))
+        while not server.started and not serving.done():
+            await asyncio.sleep(0.05)
+        if server.started:
+            origins = ", ".join(service.section.origins) or "none"
+            print(f"codec server at http://{listen} (origins: {origins})", flush=True)
+        await serving
+    finally:
+        sock.close()
     if not server.started:
         raise ConfigError(f"codec server: cannot listen on {listen}")
     return 0

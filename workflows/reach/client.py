@@ -161,10 +161,12 @@ class ToolCallClient(ClientBase):
         """Start a call; for an id that exists, that call, and nothing is started.
 
         The id defaults to ``toolcall-<call_id or a fresh uuid>``; it is never reused, whatever
-        became of its call. Raises ``PayloadTooLarge`` for a request Temporal would refuse, and
-        ``CallConflict`` for an id that names another call (another tool or other arguments).
+        became of its call. Raises ``PayloadTooLarge`` for a request Temporal would refuse,
+        ``CallConflict`` for an id that names another call (another tool or other arguments), and
+        ``MissingKeys`` when this client has no keys and the task queue's workers encrypt.
         """
         await check_request(self.client.data_converter, request)
+        await self.keys_check.refuse_without_keys(self.client, self.task_queue)
         workflow_id = workflow_id or f"toolcall-{request.call_id or uuid.uuid4()}"
         metadata = memo_metadata(request.metadata)
         try:

@@ -62,6 +62,7 @@ from toolcalls.workflows.reach.delivery import (
     signal_after_timeout,
     update_reason,
 )
+from toolcalls.workflows.reach.keyless import KeylessCodec, KeysCheck
 from toolcalls.workflows.rules.identities import same_identity
 
 POLLER_FRESHNESS = timedelta(minutes=1)
@@ -107,8 +108,11 @@ def pydantic_converter(existing: DataConverter | None = None) -> DataConverter:
 
 
 def with_pydantic_converter(client: Client) -> Client:
-    """``client``, or a client on the same connection with ``pydantic_converter``."""
+    """``client``, or a client on the same connection with ``pydantic_converter`` and, when it
+    has no codec, ``KeylessCodec`` (an encrypted payload is then a typed ``PayloadKeyError``)."""
     converter = pydantic_converter(client.data_converter)
+    if converter.payload_codec is None:
+        converter = dataclasses.replace(converter, payload_codec=KeylessCodec())
     if converter is client.data_converter:
         return client
     config = client.config()
@@ -133,6 +137,8 @@ class ClientBase:
         self.update_timeout = update_timeout
         self.inline = InlineRoutes(self)
         """Inline calls: ids that name a call a parent workflow runs itself."""
+        self.keys_check = KeysCheck()
+        """Whether this client, when it has no keys, may start calls (``keyless``)."""
 
     def handle(self, workflow_id: str) -> Handle:
         return self.client.get_workflow_handle_for(ToolCallWorkflow.run, workflow_id)
