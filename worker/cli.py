@@ -191,6 +191,12 @@ def _call_parsers(commands_: argparse._SubParsersAction[_Parser]) -> None:
     )
     show = commands_.add_parser("show", parents=both, help="show one call")
     show.add_argument("workflow_id", metavar="WORKFLOW_ID")
+    reconcile = commands_.add_parser(
+        "reconcile",
+        parents=both,
+        help="ask the backend whether an uncertain call's write happened, and record the answer",
+    )
+    reconcile.add_argument("workflow_id", metavar="WORKFLOW_ID")
 
     for verb in ("approve", "deny"):
         decide = commands_.add_parser(verb, parents=both, help=f"{verb} a call's pending request")

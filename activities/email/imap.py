@@ -141,6 +141,12 @@ class IMAPEmail:
         uids = await self._run(lambda session: self._search_id(session, mailbox, message_id, key))
         return {"mailbox": mailbox, "uid": uids[0]} if uids else None
 
+    def folder_name(self, folder: str) -> str:
+        """How a lookup names the folder it searched."""
+        s = self._settings
+        name = s.drafts_mailbox if folder == "drafts" else s.sent_mailbox
+        return f"imap folder {name}" if name else f"the {folder} folder"
+
     def _folder(self, folder: str) -> str:
         s = self._settings
         if folder == "drafts":

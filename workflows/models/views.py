@@ -19,6 +19,7 @@ from toolcalls.workflows.models.call import (
     UserQuestion,
 )
 from toolcalls.workflows.models.limits import PayloadTooLarge
+from toolcalls.workflows.models.reconcile import Reconciliation
 
 __all__ = [
     "CallConflict",
@@ -119,6 +120,8 @@ class CallView:
     """Without a worker: the history's event types, so the log is not lost."""
     parent_id: str | None = None
     """The workflow that started the call (a ``ToolCalls`` parent), if one did."""
+    reconciliation: Reconciliation | None = None
+    """An uncertain call's last recorded reconciliation (``ToolCallClient.reconcile``)."""
 
 
 @dataclass(frozen=True)
