@@ -139,6 +139,29 @@ class OutlookCalendar:
             ) from None
         return Created(event=created, id=event_id)
 
+    async def find(self, tool: str, creation_id: str) -> dict[str, Any] | None:
+        """The calendar's event whose ``transactionId`` is ``creation_id``."""
+        params = {
+            "$filter": f"transactionId eq '{creation_id}'",
+            "$select": "id,subject,transactionId",
+            "$top": "1",
+        }
+        try:
+            answer = (
+                await self._client.request("GET", f"{self._base}/events", params=params)
+            ).json_object()
+        except (ServiceError, NetworkError) as exc:
+            raise service_failure(tool, SERVICE, exc, write=False, not_found=NOT_FOUND) from None
+        items = answer.get("value")
+        found = [
+            item
+            for item in (items if isinstance(items, list) else [])
+            if isinstance(item, dict) and item.get("transactionId") == creation_id
+        ]
+        if not found:
+            return None
+        return {key: found[0][key] for key in ("id", "transactionId") if key in found[0]}
+
 
 def _searchable(item: dict[str, Any]) -> str:
     location = item.get("location")
