@@ -27,8 +27,9 @@ from tests.support.harness import make_config, run_call, running_worker, start_c
 from tests.support.tools import ALL_TOOL_NAMES
 from tests.worker.support import Spawned, command, hermetic_env, one_line
 from toolcalls.activities.email.compose import message_id_for
+from toolcalls.workflows.call.reconcile import ToolCallReconcileWorkflow
 from toolcalls.workflows.models.call import CallStatus
-from toolcalls.workflows.models.reconcile import Settled
+from toolcalls.workflows.models.reconcile import LookupInput, ReconcileRequest, Settled
 from toolcalls.workflows.reach.client import NotReconcilable, ToolCallClient
 
 
@@ -126,11 +127,19 @@ async def test_a_send_lost_with_its_worker_is_found_in_sent_and_the_answer_recor
                 async with running_worker(client, host_worker):
                     # Still held: not in Sent yet, so the call stays uncertain.
                     before = await calls.reconcile(result.workflow_id)
+                    cli_before = await command(
+                        tmp_path,
+                        address,
+                        *("reconcile", result.workflow_id, "--task-queue", task_queue),
+                    )
                     sink.hold.set()  # type: ignore[union-attr]
                     await _filed(dovecot, account)
                     after = await calls.reconcile(result.workflow_id)
                     again = await calls.reconcile(result.workflow_id)
                     view = await calls.status(result.workflow_id)
+                    shown = await command(
+                        tmp_path, address, "show", result.workflow_id, "--task-queue", task_queue
+                    )
                     cli = await command(
                         tmp_path,
                         address,
@@ -155,6 +164,11 @@ async def test_a_send_lost_with_its_worker_is_found_in_sent_and_the_answer_recor
     assert again == after  # recorded: returned as it is, not looked up again
     assert view.state.result == result  # the call's own result is unchanged
     assert view.reconciliation == after
+    assert cli_before.code == 1, cli_before.stderr
+    assert "outcome: not found: still uncertain" in cli_before.stdout
+    assert shown.code == 0, shown.stderr
+    assert "reconciliation:\n" in shown.stdout
+    assert "found: the effect happened" in shown.stdout
     assert cli.code == 0, cli.stderr
     assert json.loads(cli.stdout)["outcome"] == "found"
     # The write never ran again: one message reached the server.
@@ -191,3 +205,43 @@ async def test_only_an_uncertain_call_can_be_reconciled(
     )
     view = await calls.status(done.workflow_id)
     assert view.reconciliation is None
+
+
+async def test_an_imap_send_without_a_sent_folder_is_unchecked_naming_the_setting(
+    client: Client, task_queue: str, tmp_path: Path, ca_file: Path, dovecot: Dovecot
+) -> None:
+    account = dovecot.add_account()
+    key = "wf-lost:call-1"
+    section = email_section(
+        2525, ca_file, username=account.username, imap_port=dovecot.port
+    )  # no sent_mailbox
+    config = make_config(
+        task_queue,
+        tools=[*ALL_TOOL_NAMES, "send_email"],
+        state_dir=str(tmp_path / "state"),
+        email=section,
+        ceiling={"default_effect": "allow"},
+    )
+    request = ReconcileRequest(
+        lookup=LookupInput(
+            workflow_id="wf-lost",
+            call_id="call-1",
+            tool="send_email",
+            idempotency_key=key,
+            output={"tool": "send_email", "message_id": message_id_for(key, "example.org")},
+        ),
+        task_queue=task_queue,
+    )
+    async with running_worker(client, config):
+        answer = await client.execute_workflow(
+            ToolCallReconcileWorkflow.run,
+            request,
+            id=f"wf-lost-{task_queue}/reconcile",
+            task_queue=task_queue,
+        )
+    assert answer.outcome is Settled.UNCHECKED
+    assert answer.checked == (
+        "send_email: email.sent_mailbox: looking for a sent message needs the folder the server "
+        "files sent mail in"
+    )
+    assert answer.evidence is None
