@@ -15,6 +15,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, FailureError
 
+from toolcalls.workflows.models.call import ErrorCode
 from toolcalls.workflows.models.reconcile import (
     RECONCILE_WORKFLOW,
     Lookup,
@@ -29,6 +30,8 @@ LOOKUP_START_TO_CLOSE = timedelta(seconds=150)
 LOOKUP_HEARTBEAT = timedelta(seconds=10)
 LOOKUP_SCHEDULE_TO_START = timedelta(seconds=60)
 """No worker serving the tool picked the lookup up: nothing was checked."""
+_TOOL_ERRORS = frozenset(code.value for code in ErrorCode)
+"""Errors the tools raise themselves, whose messages are written to be shown."""
 LOOKUP_ATTEMPTS = 3
 """A lookup only reads: transient failures may be tried again, typed ones are final."""
 
@@ -75,7 +78,10 @@ class ToolCallReconcileWorkflow:
 def _reason(exc: ActivityError) -> str:
     cause = exc.cause
     if isinstance(cause, ApplicationError):
-        return cause.message
+        if cause.type in _TOOL_ERRORS:
+            return cause.message
+        # Any other exception's text may hold what a service said: its type only.
+        return f"the lookup failed ({cause.type or 'an error'})"
     if isinstance(cause, FailureError) and cause.message:
         return f"the lookup did not finish: {cause.message}"
     return "the lookup did not finish"
