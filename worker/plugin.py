@@ -267,7 +267,12 @@ class ToolCallsPlugin(SimplePlugin):
             config["data_converter"] = dataclasses.replace(
                 converter, failure_converter_class=DefaultFailureConverter
             )
-        config["workflows"] = [*config.get("workflows", ()), ToolCallWorkflow, GrantWorkflow]
+        config["workflows"] = [
+            *config.get("workflows", ()),
+            ToolCallWorkflow,
+            GrantWorkflow,
+            ToolCallReconcileWorkflow,
+        ]
         # Replay checks determinism, so it always re-imports our workflow code in the sandbox,
         # the SDK's own.
         config["workflow_runner"] = stock_runner(config.get("workflow_runner"), isolate=True)

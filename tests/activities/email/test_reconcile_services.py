@@ -10,6 +10,7 @@ import pytest
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
+from temporalio.worker import Replayer
 
 from tests.activities.email import custom_backend
 from tests.activities.email.services import TOKEN_ENV, Routes, backend_tools
@@ -18,6 +19,8 @@ from tests.support.harness import make_config, run_call
 from tests.support.tools import ALL_FAMILIES, ALL_TOOL_NAMES
 from toolcalls.activities.email.compose import message_id_for
 from toolcalls.activities.email.tools import EmailTools
+from toolcalls.worker.config import Config
+from toolcalls.worker.plugin import ToolCallsPlugin
 from toolcalls.worker.run import build_worker
 from toolcalls.workflows.call.reconcile import ToolCallReconcileWorkflow
 from toolcalls.workflows.models.call import CallStatus, ErrorCode
@@ -232,12 +235,19 @@ async def test_a_backend_of_the_deployments_own_is_looked_up_through_find_messag
         task_queue=task_queue,
     )
     async with build_worker(client, config, families=ALL_FAMILIES):
-        answer = await client.execute_workflow(
+        handle = await client.start_workflow(
             ToolCallReconcileWorkflow.run,
             request,
             id=f"{workflow_id}-{task_queue}/reconcile",
             task_queue=task_queue,
         )
+        answer = await handle.result()
+    # The answer's history replays with the plugin's replayer: the workflow is deterministic.
+    replayer = Replayer(workflows=[], plugins=[ToolCallsPlugin(Config())])
+    replayed = await replayer.replay_workflow(
+        await handle.fetch_history(), raise_on_replay_failure=False
+    )
+    assert replayed.replay_failure is None
     if owner == "failing":
         # A plain exception's text may hold what a service said: only its type is recorded.
         assert answer.outcome is Settled.UNCHECKED
