@@ -11,6 +11,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+from tests.support import calendar_backend
 from tests.support.calendars import (
     PASSWORD,
     PASSWORD_ENV,
@@ -137,3 +138,32 @@ async def test_a_recorded_identity_that_is_not_the_calls_own_is_refused() -> Non
         "create_calendar_event: the call recorded a creation id that is not its own"
     )
     assert replay.requests == []
+
+
+async def test_a_backend_of_the_deployments_own_is_looked_up_through_find_event() -> None:
+    tools = CalendarTools(
+        CalendarSettings(
+            backend="tests.support.calendar_backend:MemoryCalendar", options={"name": "settle"}
+        ),
+        environ={},
+    )
+    before = await lookup(tools)
+    created = await run(tools.create_calendar_event, CreateCalendarEventArgs(**LUNCH), call(KEY))
+    after = await lookup(tools)
+    assert before.found is False
+    assert after.evidence == {"creation_id": IDENTITY, "id": created.id}
+    assert calendar_backend.CALENDARS["settle"].calls[-1] == (
+        "find_event",
+        {"creation_id": IDENTITY},
+    )
+
+    spec_only = CalendarTools(
+        CalendarSettings(backend="tests.support.calendar_backend:SpecOnlyCalendar"), environ={}
+    )
+    with pytest.raises(ApplicationError) as caught:
+        await lookup(spec_only)
+    assert caught.value.type == ErrorCode.CONFIGURATION_ERROR.value
+    assert caught.value.message == (
+        "create_calendar_event: tests.support.calendar_backend:SpecOnlyCalendar has no "
+        "find_event(creation_id=) method: its events cannot be looked up"
+    )
