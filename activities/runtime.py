@@ -1,9 +1,11 @@
 """Turns the catalog into Temporal activities and guards every one of them.
 
 ``ToolRuntime`` owns the ``plan`` local activity and, for each tool this worker serves, an execute
-activity named after the tool and, where the tool has one, a ``<tool>.prepare`` activity. Each of
-them re-checks what it must not take on trust: that the deployment attested this call for that very
-workflow run (``toolcalls.activities.attestations``: a plan of ``ToolCallWorkflow`` or an inline
+activity named after the tool and, where the tool has one, a ``<tool>.prepare`` activity and a
+``<tool>.reconcile`` activity (a read-only lookup of an uncertain call's effect, by the identity
+the tool derives from the call's idempotency key). The execute and prepare activities re-check
+what they must not take on trust: that the deployment attested this call for that very workflow
+run (``toolcalls.activities.attestations``: a plan of ``ToolCallWorkflow`` or an inline
 plan; a workflow's type name proves nothing), that the arguments are the ones planned (their
 digest), that the deployment's ceiling allows the call and that any approval it requires is
 present, bound to this digest and attested as ``ToolCallWorkflow``'s own decision (an inline call
@@ -18,7 +20,7 @@ How a tool's method is called and how its failures leave the activity is in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -64,6 +66,7 @@ from toolcalls.workflows.models.call import (
     prepare_activity_name,
 )
 from toolcalls.workflows.models.limits import CODEC_MARGIN_BYTES
+from toolcalls.workflows.models.reconcile import Lookup, LookupInput, reconcile_activity_name
 from toolcalls.workflows.rules import policy
 from toolcalls.workflows.rules.approvers import ApproversSettings
 
@@ -220,6 +223,9 @@ class ToolRuntime:
             if spec.has_prepare:
                 prepare = getattr(instance, f"prepare_{spec.name}")
                 result.append(self._prepare_activity(spec, prepare))
+            lookup = getattr(instance, f"reconcile_{spec.name}", None)
+            if lookup is not None:
+                result.append(_reconcile_activity(spec, lookup))
         return result
 
     def pure_tools(self) -> list[str]:
@@ -354,6 +360,22 @@ class ToolRuntime:
                     f"({'; '.join(decision.reasons())})",
                 )
         return args
+
+
+def _reconcile_activity(
+    spec: ToolSpec, method: Callable[[LookupInput], Awaitable[Lookup]]
+) -> Callable[..., Any]:
+    """A write tool's read-only lookup of an uncertain call's effect (``ToolCallReconcile``)."""
+
+    @activity.defn(name=reconcile_activity_name(spec.name))
+    async def reconcile(input: LookupInput) -> Lookup:
+        if input.tool != spec.name:
+            raise tool_error(
+                ErrorCode.INVALID_ARGUMENTS, f"{spec.name}: a lookup for {input.tool} came here"
+            )
+        return await method(input)
+
+    return reconcile
 
 
 def runs_tools(decision: AttestedDecision) -> bool:

@@ -64,6 +64,10 @@ COMMANDS: dict[str, Help] = {
         "show one call: its status, pending request or question, events and result",
         "toolcalls show write-1",
     ),
+    "reconcile": Help(
+        "ask the backend whether an uncertain call's write happened, and record the answer",
+        "toolcalls reconcile write-1",
+    ),
     "approve": Help(
         "approve the request a call waits on",
         'toolcalls approve write-1 --by alice --reason "looks right"',

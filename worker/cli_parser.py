@@ -208,6 +208,8 @@ def _call_parsers(commands_: Commands) -> None:
     )
     show = _command(commands_, "show", parents=both)
     show.add_argument("workflow_id", metavar="WORKFLOW_ID", help=WORKFLOW_ID)
+    reconcile = _command(commands_, "reconcile", parents=both)
+    reconcile.add_argument("workflow_id", metavar="WORKFLOW_ID", help=WORKFLOW_ID)
 
     for verb in ("approve", "deny"):
         decide = _command(commands_, verb, parents=both)

@@ -1,5 +1,5 @@
-"""The call commands of ``toolcalls``: call, pending, show, approve, deny, answer, tools, and
-prune-payloads.
+"""The call commands of ``toolcalls``: call, pending, show, reconcile, approve, deny, answer,
+tools, and prune-payloads.
 
 They connect like the worker (``--config``, ``temporalio.envconfig``, ``--address``,
 ``--namespace``) and do what ``toolcalls.workflows.reach.client.ToolCallClient`` does, printing text
@@ -43,6 +43,7 @@ from toolcalls.worker.render import (
     grants_table,
     pending_json,
     pending_table,
+    reconciliation_text,
     result_reason,
     result_text,
     shorten,
@@ -58,6 +59,7 @@ from toolcalls.workflows.models.call import (
     ToolCallRequest,
     ToolCallResult,
 )
+from toolcalls.workflows.models.reconcile import Settled
 from toolcalls.workflows.reach.client import (
     DEFAULT_PAGE_SIZE,
     MAX_PAGE_SIZE,
@@ -66,6 +68,7 @@ from toolcalls.workflows.reach.client import (
     CallView,
     Delivery,
     NoPendingRequest,
+    NotReconcilable,
     Outcome,
     PageTokenError,
     PayloadTooLarge,
@@ -133,6 +136,10 @@ async def run(config: Config, args: argparse.Namespace) -> int:
             view = await calls.status(args.workflow_id)
             _emit(args, {"workflow_id": args.workflow_id, **view_json(view)}, view_text(view))
             return EXIT_OK
+        if args.command == "reconcile":
+            answer = await calls.reconcile(args.workflow_id)
+            _emit(args, answer.model_dump(mode="json"), reconciliation_text(answer))
+            return EXIT_OK if answer.outcome is Settled.FOUND else EXIT_FAILED
         if args.command == "grants":
             return await _grants(calls, args)
         if args.command == "answer":
@@ -146,7 +153,7 @@ async def run(config: Config, args: argparse.Namespace) -> int:
         else:
             outcome = await calls.deny(args.workflow_id, approver=args.by, reason=args.reason)
         return _report(args, outcome)
-    except (NoPendingRequest, CallNotFound) as exc:
+    except (NoPendingRequest, CallNotFound, NotReconcilable) as exc:
         raise CommandError(EXIT_FAILED, f"{args.command}: {exc}") from None
     except PayloadTooLarge as exc:
         raise CommandError(EXIT_USAGE, f"{what}: {exc}") from None

@@ -39,6 +39,7 @@ PASSTHROUGH_MODULES = (
     "toolcalls.workflows.models.call",
     "toolcalls.workflows.models.approval",
     "toolcalls.workflows.models.attest",
+    "toolcalls.workflows.models.reconcile",
     "toolcalls.workflows.rules.policy",
     "pydantic",
     "pydantic_core",

@@ -2,10 +2,12 @@
 
 Given to a client it sets the deployment's data converter (pydantic payloads, the ``[codec]``
 encryption, the ``[payloads]`` store: ``toolcalls.worker.payloads.converter``); given to a worker
-(or to the client the worker is built from) it adds ``ToolCallWorkflow``, the ``plan`` activity and
-the activities of the enabled tools this worker serves, built from the families' declarations;
-given to a replayer it adds the workflow and the converter. The ``toolcalls worker`` binary builds
-its worker through it too, so a user's own worker and ours serve calls the same way.
+(or to the client the worker is built from) it adds ``ToolCallWorkflow`` (and the short workflows
+beside it: grants, definitions, ``ToolCallReconcile``), the ``plan`` activity and the activities of
+the enabled tools this worker serves (with their lookups for reconciling), built from the
+families' declarations; given to a replayer it adds the workflow and the converter. The ``toolcalls
+worker`` binary builds its worker through it too, so a user's own worker and ours serve calls the
+same way.
 """
 
 from __future__ import annotations
@@ -50,11 +52,12 @@ from toolcalls.worker.telemetry.tracing import (
 )
 from toolcalls.workflows.call.definitions import DefinitionsWorkflow
 from toolcalls.workflows.call.grants import GrantWorkflow
+from toolcalls.workflows.call.reconcile import ToolCallReconcileWorkflow
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.reach.keyless import ENCRYPTING_WORKER
 
 PLUGIN_NAME = "toolcalls.ToolCallsPlugin"
-OWN_WORKFLOWS = (ToolCallWorkflow, GrantWorkflow, DefinitionsWorkflow)
+OWN_WORKFLOWS = (ToolCallWorkflow, GrantWorkflow, DefinitionsWorkflow, ToolCallReconcileWorkflow)
 """The workflows this plugin adds to a worker."""
 
 
@@ -269,7 +272,12 @@ class ToolCallsPlugin(SimplePlugin):
             config["data_converter"] = dataclasses.replace(
                 converter, failure_converter_class=DefaultFailureConverter
             )
-        config["workflows"] = [*config.get("workflows", ()), ToolCallWorkflow, GrantWorkflow]
+        config["workflows"] = [
+            *config.get("workflows", ()),
+            ToolCallWorkflow,
+            GrantWorkflow,
+            ToolCallReconcileWorkflow,
+        ]
         # Replay checks determinism, so it always re-imports our workflow code in the sandbox,
         # the SDK's own.
         config["workflow_runner"] = stock_runner(config.get("workflow_runner"), isolate=True)

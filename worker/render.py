@@ -15,6 +15,7 @@ from toolcalls.activities.spec import ToolSpec
 from toolcalls.workflows.models.approval import ApprovalRecord, ApprovalRequest, PreviewArtifact
 from toolcalls.workflows.models.call import CallEvent, ToolCallResult, UserQuestion
 from toolcalls.workflows.models.grant import Grant
+from toolcalls.workflows.models.reconcile import Reconciliation, Settled
 from toolcalls.workflows.reach.client import CallView, PendingCall
 
 PREVIEW_CHARS = 72
@@ -327,7 +328,29 @@ def view_text(view: CallView) -> str:
     if state.result is not None:
         lines.append("result:")
         lines += _block(result_text(state.result), "  ")
+    if view.reconciliation is not None:
+        lines.append("reconciliation:")
+        lines += _block(reconciliation_text(view.reconciliation), "  ")
     return "\n".join(lines)
+
+
+def reconciliation_text(answer: Reconciliation) -> str:
+    """What reconciling an uncertain call found, and what it checked."""
+    said = {
+        Settled.FOUND: "found: the effect happened",
+        Settled.NOT_FOUND: "not found: still uncertain",
+        Settled.UNCHECKED: "not checked: the lookup failed; still uncertain",
+    }[answer.outcome]
+    rows = [
+        ("call", _call_ids(answer.workflow_id, answer.call_id)),
+        ("tool", answer.tool),
+        ("outcome", said),
+        ("checked", answer.checked),
+        ("at", when(answer.checked_at)),
+    ]
+    if answer.evidence:
+        rows.append(("evidence", json.dumps(answer.evidence, ensure_ascii=False, default=str)))
+    return "\n".join(_fields(rows))
 
 
 def view_json(view: CallView) -> dict[str, Any]:
@@ -337,6 +360,9 @@ def view_json(view: CallView) -> dict[str, Any]:
         "source": source_text(view),
         "state": view.state.model_dump(mode="json"),
         "history_events": view.history_events,
+        "reconciliation": (
+            view.reconciliation.model_dump(mode="json") if view.reconciliation else None
+        ),
     }
 
 

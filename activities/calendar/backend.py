@@ -106,7 +106,9 @@ class Target:
 
 
 class Backend(Protocol):
-    """How the tools reach one calendar."""
+    """How the tools reach one calendar. A backend may also have ``async find(tool,
+    creation_id) -> dict | None``, the event created under that identity (``toolcalls
+    reconcile``)."""
 
     target: Target
 

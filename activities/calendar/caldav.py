@@ -142,6 +142,24 @@ class CalDAVCalendar:
         }
         return Created(event=item, id=event.creation_id)
 
+    async def find(self, tool: str, creation_id: str) -> dict[str, Any] | None:
+        """The resource ``<creation_id>.ics`` of the calendar collection, if it exists."""
+        href = f"{self._url}{creation_id}.ics"
+        try:
+            response = await self._client.request(
+                "GET", href, headers={"Accept": "text/calendar"}, accept=(404, 410)
+            )
+        except (ServiceError, NetworkError) as exc:
+            raise self._failure(tool, exc, write=False) from None
+        if response.status_code != 200:
+            return None
+        component = await asyncio.to_thread(_event_component, response.body)
+        return {
+            "href": _path(href),
+            "etag": response.headers.get("etag"),
+            "uid": str(component.get("UID", "")),
+        }
+
     async def _existing(self, tool: str, event: NewEvent, href: str) -> Created:
         """The resource exists: this call's event from an earlier attempt, or another one."""
         try:

@@ -87,6 +87,25 @@ class CustomCalendar:
                 output={"creation_id": event.creation_id},
             ) from None
 
+    async def find(self, tool: str, creation_id: str) -> dict[str, Any] | None:
+        """The adapter's event under ``creation_id``, through its optional ``find_event``."""
+        lookup = getattr(self._backend, "find_event", None)
+        if not self._creation_id or not callable(lookup):
+            raise tool_error(
+                ErrorCode.CONFIGURATION_ERROR,
+                f"{tool}: {self._path} has no find_event(creation_id=) method: its events "
+                "cannot be looked up",
+            )
+        answer = await self._call(tool, lambda: lookup(creation_id=creation_id), write=False)
+        if answer is None:
+            return None
+        try:
+            return {"id": check_created(answer).id}
+        except AnswerProblem as exc:
+            raise tool_error(
+                ErrorCode.EXECUTION_FAILED, f"{tool}: {self._path}.find_event: {exc}"
+            ) from None
+
     async def _call(
         self,
         tool: str,

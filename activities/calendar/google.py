@@ -102,6 +102,19 @@ class GoogleCalendar:
             ) from None
         return await self._existing(tool, event)
 
+    async def find(self, tool: str, creation_id: str) -> dict[str, Any] | None:
+        """The event whose Google id is ``creation_id`` (a deleted one says ``cancelled``)."""
+        try:
+            response = await self._client.request(
+                "GET", f"{self._events}/{creation_id}", accept=(404, 410)
+            )
+            found = response.json_object() if response.status_code == 200 else None
+        except (ServiceError, NetworkError) as exc:
+            raise service_failure(tool, SERVICE, exc, write=False, not_found=NOT_FOUND) from None
+        if found is None:
+            return None
+        return {key: found[key] for key in ("id", "status", "htmlLink") if key in found}
+
     async def _existing(self, tool: str, event: NewEvent) -> Created:
         """Google holds the id already: this call's event from an earlier attempt, or not."""
         try:

@@ -166,6 +166,29 @@ class OutlookCalendar:
         earlier = _made_before(created, response.headers.get("date"), took)
         return Created(event=created, id=event_id, already_created=earlier)
 
+    async def find(self, tool: str, creation_id: str) -> dict[str, Any] | None:
+        """The calendar's event whose ``transactionId`` is ``creation_id``."""
+        params = {
+            "$filter": f"transactionId eq '{creation_id}'",
+            "$select": "id,subject,transactionId",
+            "$top": "1",
+        }
+        try:
+            answer = (
+                await self._client.request("GET", f"{self._base}/events", params=params)
+            ).json_object()
+        except (ServiceError, NetworkError) as exc:
+            raise service_failure(tool, SERVICE, exc, write=False, not_found=NOT_FOUND) from None
+        items = answer.get("value")
+        found = [
+            item
+            for item in (items if isinstance(items, list) else [])
+            if isinstance(item, dict) and item.get("transactionId") == creation_id
+        ]
+        if not found:
+            return None
+        return {key: found[0][key] for key in ("id", "transactionId") if key in found[0]}
+
 
 def _is_this_event(new: NewEvent, answer: dict[str, Any]) -> bool:
     """Whether Graph's answer is the event this call asks for. A time in a zone other than UTC

@@ -48,6 +48,7 @@ from toolcalls.activities.network.service import (
 )
 from toolcalls.workflows.models.approval import Prepared, PreviewArtifact
 from toolcalls.workflows.models.call import ErrorCode
+from toolcalls.workflows.models.reconcile import Lookup, LookupInput
 
 LIST = "list_calendar_events"
 CREATE = "create_calendar_event"
@@ -175,6 +176,32 @@ class CalendarTools:
             already_created=created.already_created,
             event=created.event,
         )
+
+    async def reconcile_create_calendar_event(self, call: LookupInput) -> Lookup:
+        """Whether an uncertain call's event exists, looked up by its creation id (read-only)."""
+        identity = creation_id(call.idempotency_key)
+        recorded = (call.output or {}).get("creation_id")
+        if recorded is not None and recorded != identity:
+            raise tool_error(
+                ErrorCode.INVALID_ARGUMENTS,
+                f"{CREATE}: the call recorded a creation id that is not its own",
+            )
+        target = self._backend.target
+        find = getattr(self._backend, "find", None)
+        if find is None:
+            raise tool_error(
+                ErrorCode.CONFIGURATION_ERROR,
+                f"{CREATE}: the {target.kind} backend cannot look an event up by its creation id",
+            )
+        checked = (
+            f"looked up creation id {identity} ({target.identity_field}) on {target.calendar} "
+            f"({target.kind})"
+        )
+        async with Heartbeat(tool=CREATE, creation_id=identity, backend=target.kind):
+            found = await self._bounded(CREATE, lambda: find(CREATE, identity))
+        if found is None:
+            return Lookup(found=False, checked=f"{checked}: not there")
+        return Lookup(found=True, checked=checked, evidence={"creation_id": identity, **found})
 
     def _precondition(self, event: NewEvent) -> dict[str, Any]:
         target = self._backend.target

@@ -45,6 +45,10 @@ class EmailBackend(Protocol):
     ``send_message`` may also take a ``message_id`` keyword: the RFC 5322 Message-ID the tools
     derived from the call's idempotency key, to put on the message so that a copy can be found
     later. An optional ``query_help`` string is added to ``list_email_messages``'s description.
+    An optional ``find_message(*, message_id, folder)`` coroutine (``folder`` is ``"sent"`` or
+    ``"drafts"``) returns a dict describing the message with that Message-ID, or ``None``: it is
+    how ``toolcalls reconcile`` settles an uncertain write; an optional ``folder_name(folder)``
+    says what it searched.
     """
 
     async def list_messages(

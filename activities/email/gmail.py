@@ -49,6 +49,8 @@ METADATA_HEADERS = tuple(mime.HEADER_NAMES.values())
 LIST_CONCURRENCY = 8
 """Metadata requests of one page in flight at once."""
 _ID = re.compile(r"[A-Za-z0-9]{1,128}")
+_SEARCHABLE_ID = re.compile(r"<[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9.-]+>")
+"""A Message-ID a search query can carry as one word."""
 _TOKEN = re.compile(r"gmail\.([0-9a-f]{12})\.([A-Za-z0-9_-]{1,1024})")
 
 
@@ -168,6 +170,22 @@ class Gmail:
             "id": _text(sent.get("id")),
             "thread_id": _text(sent.get("threadId")),
         }
+
+    def folder_name(self, folder: str) -> str:
+        """How a lookup names what it searched."""
+        return f"gmail messages in:{folder}"
+
+    async def find_message(self, *, message_id: str, folder: str) -> dict[str, Any] | None:
+        """The message whose Message-ID is ``message_id`` in ``folder`` (``sent`` or ``drafts``),
+        by Gmail's ``rfc822msgid:`` search: ``{"id", "thread_id"}``, or ``None``."""
+        if not _SEARCHABLE_ID.fullmatch(message_id):
+            raise MailRejected("message_id: not a Message-ID gmail can search", "message_id")
+        params = {"q": f"rfc822msgid:{message_id[1:-1]} in:{folder}", "maxResults": "1"}
+        response = await request(self._client, "GET", f"{self._base}/messages", params=params)
+        entries = objects(json_object(self._client, response).get("messages"))
+        if not entries:
+            return None
+        return {"id": _message_id(entries[0]), "thread_id": _text(entries[0].get("threadId"))}
 
     def _raw(self, to: list[str], subject: str, body: str, message_id: str) -> str:
         sender = self._settings.sender

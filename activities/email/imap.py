@@ -41,6 +41,7 @@ from toolcalls.activities.email.connect import (
     socket_timeout,
     tls_context,
 )
+from toolcalls.activities.email.imap_search import fetch_headers, ok, quoted, uids_with_message_id
 from toolcalls.activities.email.mail_ids import Folder, account_tag
 from toolcalls.activities.email.secrets import read_secret
 from toolcalls.activities.email.settings import EmailSettings
@@ -53,7 +54,6 @@ QUERY_HELP = (
     "for example invoice or alice@example.com; it is not Gmail or raw IMAP search syntax. An "
     "empty query lists every message, newest first."
 )
-_UID = re.compile(rb"UID (\d+)")
 _SIZE = re.compile(rb"RFC822\.SIZE (\d+)")
 
 
@@ -115,7 +115,8 @@ class IMAPEmail:
         self, *, to: list[str], subject: str, body: str, message_id: str
     ) -> dict[str, Any]:
         s = self._settings
-        if s.drafts_mailbox is None:
+        mailbox = s.drafts_mailbox
+        if mailbox is None:
             raise MailConfiguration("email.drafts_mailbox: create_email_draft needs a folder")
         raw = composed(
             sender=s.from_address,
@@ -126,8 +127,38 @@ class IMAPEmail:
             date=datetime.now(UTC),
         )
         self._check_size(len(raw), "the draft")
-        await self._run(lambda session: self._append(session, s.drafts_mailbox or "", raw))
-        return {"status": "drafted", "mailbox": s.drafts_mailbox, "message_id": message_id}
+        existing = await self._run(lambda session: self._append(session, mailbox, raw, message_id))
+        result: dict[str, Any] = {"status": "drafted", "mailbox": mailbox, "message_id": message_id}
+        if existing:
+            result["existing"] = True
+        return result
+
+    async def find_message(self, *, message_id: str, folder: str) -> dict[str, Any] | None:
+        """The message whose Message-ID header is ``message_id`` in ``folder`` (``sent`` or
+        ``drafts``): ``{"mailbox", "uid"}``, or ``None``; nothing is selected read-write."""
+        mailbox = self._folder(folder)
+        key = "email.drafts_mailbox" if folder == "drafts" else "email.sent_mailbox"
+        uids = await self._run(lambda session: self._search_id(session, mailbox, message_id, key))
+        return {"mailbox": mailbox, "uid": uids[0]} if uids else None
+
+    def folder_name(self, folder: str) -> str:
+        """How a lookup names the folder it searched."""
+        s = self._settings
+        name = s.drafts_mailbox if folder == "drafts" else s.sent_mailbox
+        return f"imap folder {name}" if name else f"the {folder} folder"
+
+    def _folder(self, folder: str) -> str:
+        s = self._settings
+        if folder == "drafts":
+            if s.drafts_mailbox is None:
+                raise MailConfiguration("email.drafts_mailbox: no drafts folder is configured")
+            return s.drafts_mailbox
+        if s.sent_mailbox is None:
+            raise MailConfiguration(
+                "email.sent_mailbox: looking for a sent message needs the folder the server "
+                "files sent mail in"
+            )
+        return s.sent_mailbox
 
     async def send_message(
         self, *, to: list[str], subject: str, body: str, message_id: str
@@ -226,7 +257,7 @@ class IMAPEmail:
     def _examine(self, conn: imaplib.IMAP4_SSL) -> Folder:
         """Select the configured folder read-only; its identity and UIDVALIDITY now."""
         s = self._settings
-        status, _ = conn.select(_quoted(s.mailbox), readonly=True)
+        status, _ = conn.select(quoted(s.mailbox), readonly=True)
         if status != "OK":
             raise MailConfiguration(
                 f"email.mailbox: {s.mailbox} cannot be selected (does it exist?)"
@@ -252,10 +283,10 @@ class IMAPEmail:
                 conn.literal = query.encode("ascii")  # sent as a literal: quotes, brackets, all
                 criteria.append("TEXT")
             status, data = conn.uid("SEARCH", *(criteria or ["ALL"]))
-            _ok(status, "the imap search failed")
+            ok(status, "the imap search failed")
             uids = sorted({int(n) for n in (data[0] or b"").split()}, reverse=True)
             page = uids[:max_results]
-            headers = self._headers(conn, page)
+            headers = fetch_headers(conn, page)
             items = [
                 {"id": folder.message_id(uid), **headers.get(uid, _no_headers())} for uid in page
             ]
@@ -263,32 +294,13 @@ class IMAPEmail:
             token = folder.page_token(page[-1], query, max_results) if more else None
             return {"items": items, "next_page_token": token}
 
-    def _headers(
-        self, conn: imaplib.IMAP4_SSL, uids: list[int]
-    ) -> dict[int, dict[str, str | None]]:
-        if not uids:
-            return {}
-        wanted = (
-            f"(UID BODY.PEEK[HEADER.FIELDS ({mime.HEADER_FIELDS})]<0.{mime.LIST_HEADER_BLOCK}>)"
-        )
-        status, data = conn.uid("FETCH", ",".join(map(str, uids)), wanted)
-        _ok(status, "the imap fetch failed")
-        found: dict[int, dict[str, str | None]] = {}
-        for index, entry in enumerate(data):
-            if not isinstance(entry, tuple):
-                continue
-            uid = _uid_near(data, index)
-            if uid is not None:
-                found[uid] = mime.parse_header_block(entry[1])
-        return found
-
     def _get(self, session: _Session, message_id: str) -> dict[str, Any]:
         limit = self._settings.max_message_bytes
         with self._connection(session) as conn, self._exchange():
             folder = self._examine(conn)
             uid = folder.uid_of(message_id)
             status, data = conn.uid("FETCH", str(uid), "(UID RFC822.SIZE)")
-            _ok(status, "the imap fetch failed")
+            ok(status, "the imap fetch failed")
             sizes = [m for e in data if isinstance(e, bytes) for m in _SIZE.findall(e)]
             if not sizes:
                 raise MailNotFound(
@@ -297,21 +309,30 @@ class IMAPEmail:
             self._check_size(int(sizes[0]), "the message")
             # At most one byte past the limit is transferred, whatever size the server claimed.
             status, data = conn.uid("FETCH", str(uid), f"(BODY.PEEK[]<0.{limit + 1}>)")
-            _ok(status, "the imap fetch failed")
+            ok(status, "the imap fetch failed")
             raw = next((e[1] for e in data if isinstance(e, tuple)), None)
             if raw is None:
                 raise MailNotFound("message_id: no such message in the folder", "message_id")
             self._check_size(len(raw), "the message")
         return mime.parse_raw(raw, message_id)
 
-    def _append(self, session: _Session, mailbox: str, raw: bytes) -> None:
+    def _search_id(self, session: _Session, mailbox: str, message_id: str, key: str) -> list[int]:
+        with self._connection(session) as conn, self._exchange():
+            return uids_with_message_id(conn, mailbox, message_id, key)
+
+    def _append(self, session: _Session, mailbox: str, raw: bytes, message_id: str) -> bool:
+        """Append ``raw`` unless a message with ``message_id`` is already in ``mailbox``;
+        whether one was (nothing is appended then)."""
         with self._connection(session) as conn:
+            with self._exchange():
+                if uids_with_message_id(conn, mailbox, message_id, "email.drafts_mailbox"):
+                    return True
             session.check()  # the last moment a cancellation leaves nothing written
             write_point()
             try:
                 with self._exchange():
                     status, data = conn.append(
-                        _quoted(mailbox), "(\\Draft)", imaplib.Time2Internaldate(time.time()), raw
+                        quoted(mailbox), "(\\Draft)", imaplib.Time2Internaldate(time.time()), raw
                     )
             except (MailUnavailable, MailTimeout) as exc:
                 raise MailUncertain(
@@ -326,6 +347,7 @@ class IMAPEmail:
                         "never created)"
                     )
                 raise MailBackendError(f"the imap server refused to append the draft to {mailbox}")
+        return False
 
     def _connection(self, session: _Session) -> Any:
         return _Connected(self, session)
@@ -356,26 +378,8 @@ class _Connected:
             pass
 
 
-def _ok(status: str, message: str) -> None:
-    if status != "OK":
-        raise MailBackendError(message)
-
-
-def _uid_near(data: list[Any], index: int) -> int | None:
-    """The UID of the FETCH response whose literal is ``data[index]`` (before it or after)."""
-    prefix = data[index][0]
-    match = _UID.search(prefix)
-    if match is None and index + 1 < len(data) and isinstance(data[index + 1], bytes):
-        match = _UID.search(data[index + 1])
-    return int(match.group(1)) if match else None
-
-
 def _no_headers() -> dict[str, str | None]:
     return dict.fromkeys(mime.SELECTED_HEADERS)
-
-
-def _quoted(mailbox: str) -> str:
-    return '"' + mailbox.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:

@@ -114,6 +114,9 @@ class CreateEmailDraftResult(ToolResult):
     """The draft's RFC 5322 Message-ID, derived from the call's idempotency key."""
     mailbox: str | None = None
     """IMAP: the folder the draft was appended to."""
+    existing: bool | None = None
+    """IMAP: ``True`` when a draft with this Message-ID was already in the folder (an earlier
+    attempt of the same call): it is reported and nothing is appended again."""
     id: str | None = None
     """Gmail: the draft's message id; Graph: the draft message's (immutable) id."""
     draft_id: str | None = None

@@ -34,6 +34,8 @@ from toolcalls.activities.network.service import LinkRefused, continuation
 
 API = "https://graph.microsoft.com/v1.0"
 PREFER = 'IdType="ImmutableId", outlook.body-content-type="text"'
+LOOKUP_FOLDERS = {"sent": "sentitems", "drafts": "drafts"}
+"""Graph's well-known folder names of what reconciling looks in."""
 QUERY_HELP = (
     "The query uses Microsoft Graph message search (KQL), for example subject:review or "
     "from:person@example.com or a plain word; at most 1,000 matching messages are found. An "
@@ -182,6 +184,34 @@ class OutlookEmail:
             json_body={"message": message, "saveToSentItems": True},
         )
         return {"status": "accepted", "message_id": message_id}
+
+    def folder_name(self, folder: str) -> str:
+        """How a lookup names what it searched."""
+        return f"graph mail folder {LOOKUP_FOLDERS.get(folder, folder)}"
+
+    async def find_message(self, *, message_id: str, folder: str) -> dict[str, Any] | None:
+        """The message whose ``internetMessageId`` is ``message_id`` in the well-known folder
+        for ``folder`` (``sentitems``, ``drafts``): ``{"id", "folder"}``, or ``None``."""
+        name = LOOKUP_FOLDERS[folder]
+        if not message_id.isascii() or "'" in message_id or not message_id.isprintable():
+            raise MailRejected("message_id: not a Message-ID graph can filter on", "message_id")
+        response = await request(
+            self._client,
+            "GET",
+            f"{self._base}/mailFolders/{name}/messages",
+            params={
+                "$filter": f"internetMessageId eq '{message_id}'",
+                "$select": "id,internetMessageId",
+                "$top": "1",
+            },
+            headers={"Prefer": PREFER},
+        )
+        entries = objects(json_object(self._client, response).get("value"))
+        found = [e for e in entries if e.get("internetMessageId") == message_id]
+        if not found:
+            return None
+        graph_id = found[0].get("id")
+        return {"id": graph_id if isinstance(graph_id, str) else None, "folder": name}
 
     def _message(self, to: list[str], subject: str, body: str, message_id: str) -> dict[str, Any]:
         check_size(len(body.encode("utf-8")), self._settings.max_message_bytes, "the message")

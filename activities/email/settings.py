@@ -79,6 +79,9 @@ class EmailSettings(BaseModel):
     """The folder ``list_email_messages`` and ``read_email`` read."""
     drafts_mailbox: str | None = Field(default=None, pattern=_MAILBOX)
     """An existing folder ``create_email_draft`` appends to; never created."""
+    sent_mailbox: str | None = Field(default=None, pattern=_MAILBOX)
+    """IMAP: the folder the provider files submitted mail in (``Sent``, ``[Gmail]/Sent Mail``),
+    where ``toolcalls reconcile`` looks for an uncertain send's Message-ID; never written."""
     max_message_bytes: int = Field(
         default=DEFAULT_MAX_MESSAGE_BYTES, ge=16_384, le=MAX_MESSAGE_BYTES
     )

@@ -56,6 +56,7 @@ from toolcalls.activities.heartbeat import Heartbeat
 from toolcalls.activities.network.service import service_failure
 from toolcalls.workflows.models.approval import Prepared, PreviewArtifact
 from toolcalls.workflows.models.call import ErrorCode
+from toolcalls.workflows.models.reconcile import Lookup, LookupInput
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -151,6 +152,34 @@ class EmailTools:
                 output=result.model_dump(mode="json"),
             )
         return result
+
+    async def reconcile_send_email(self, call: LookupInput) -> Lookup:
+        """Whether an uncertain send's message is in the sent folder (read-only)."""
+        return await self._lookup("send_email", "sent", call)
+
+    async def reconcile_create_email_draft(self, call: LookupInput) -> Lookup:
+        """Whether an uncertain draft is in the drafts folder (read-only)."""
+        return await self._lookup("create_email_draft", "drafts", call)
+
+    async def _lookup(self, tool: str, folder: str, call: LookupInput) -> Lookup:
+        message_id = _recorded_message_id(tool, call)
+        find = getattr(self._backend, "find_message", None)
+        if find is None:
+            raise tool_error(
+                ErrorCode.CONFIGURATION_ERROR,
+                f"{tool}: the {self._label} backend cannot look a message up by its Message-ID",
+            )
+        describe = getattr(self._backend, "folder_name", None)
+        where = describe(folder) if callable(describe) else f"the {folder} folder"
+        checked = f"searched {where} ({self._label}) for Message-ID {message_id}"
+        found = await self._read(tool, lambda: find(message_id=message_id, folder=folder))
+        if found is None:
+            return Lookup(found=False, checked=f"{checked}: not there")
+        if not isinstance(found, dict):
+            raise tool_error(
+                ErrorCode.EXECUTION_FAILED, f"{tool}: the backend's lookup answer is malformed"
+            )
+        return Lookup(found=True, checked=checked, evidence={"message_id": message_id, **found})
 
     def message_id(self, call: CallContext) -> str:
         """The Message-ID of the message this call composes."""
@@ -303,6 +332,19 @@ class EmailTools:
                     tool, f"the backend failed ({type(exc).__name__})", message_id, check
                 ) from None
             raise
+
+
+def _recorded_message_id(tool: str, call: LookupInput) -> str:
+    """The Message-ID the uncertain call recorded, which must be the one its idempotency key
+    gives (the domain may differ if the sender changed since): nothing else is searched for."""
+    recorded = (call.output or {}).get("message_id")
+    digest = message_id_for(call.idempotency_key, "x").partition(".toolcalls@")[0]
+    if not isinstance(recorded, str) or not recorded.startswith(f"{digest}.toolcalls@"):
+        raise tool_error(
+            ErrorCode.INVALID_ARGUMENTS,
+            f"{tool}: the call recorded no Message-ID of its own to look for",
+        )
+    return recorded
 
 
 def _uncertain(tool: str, what: str, message_id: str | None, check: str) -> ApplicationError:

@@ -59,6 +59,10 @@ class MemoryCalendar:
         self.events.append(event)
         return event
 
+    async def find_event(self, *, creation_id: str) -> dict[str, Any] | None:
+        self.calls.append(("find_event", {"creation_id": creation_id}))
+        return next((e for e in self.events if e["creation_id"] == creation_id), None)
+
 
 class SpecOnlyCalendar:
     """The spec's protocol exactly: ``create_event`` takes no ``creation_id``."""

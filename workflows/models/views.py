@@ -21,6 +21,7 @@ from toolcalls.workflows.models.call import (
     UserQuestion,
 )
 from toolcalls.workflows.models.limits import PayloadTooLarge
+from toolcalls.workflows.models.reconcile import Reconciliation
 
 __all__ = [
     "CallConflict",
@@ -129,6 +130,8 @@ class CallView:
     metadata: dict[str, str] = field(default_factory=dict)
     """The request's ``metadata`` as ``ToolCallClient`` recorded it at the start (see
     ``PendingCall.metadata``)."""
+    reconciliation: Reconciliation | None = None
+    """An uncertain call's last recorded reconciliation (``ToolCallClient.reconcile``)."""
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ from toolcalls.workflows.models.call import (
     SEARCH_TOOL,
     WORKFLOW_NAME,
     CallState,
+    CallStatus,
     Definitions,
     DefinitionsRequest,
     Phase,
@@ -56,6 +57,7 @@ from toolcalls.workflows.models.call import (
 )
 from toolcalls.workflows.models.grant import Grant, Revocation
 from toolcalls.workflows.models.limits import PayloadTooLarge, check_request
+from toolcalls.workflows.models.reconcile import Reconciliation
 from toolcalls.workflows.models.views import (
     CallConflict,
     CallNotFound,
@@ -81,6 +83,7 @@ from toolcalls.workflows.reach.client_base import (
 )
 from toolcalls.workflows.reach.finished import list_finished
 from toolcalls.workflows.reach.grant_client import list_grants, revoke_grant
+from toolcalls.workflows.reach.reconcile import NotReconcilable, reconcile_call, recorded_answer
 from toolcalls.workflows.reach.waiting import waiting_calls
 
 PLAN_WAIT = timedelta(seconds=30)
@@ -110,11 +113,13 @@ __all__ = [
     "Delivery",
     "FinishedCall",
     "NoPendingRequest",
+    "NotReconcilable",
     "Outcome",
     "PageTokenError",
     "PayloadTooLarge",
     "PendingCall",
     "PendingPage",
+    "Reconciliation",
     "Started",
     "ToolCallClient",
     "pydantic_converter",
@@ -314,6 +319,9 @@ class ToolCallClient(ClientBase):
         running = description.status is WorkflowExecutionStatus.RUNNING
         if not running and description.status is WorkflowExecutionStatus.COMPLETED:
             result = await handle.result()
+            settled = None
+            if result.status is CallStatus.UNCERTAIN:
+                settled = await recorded_answer(self.client, workflow_id)
             return CallView(
                 finished_state(result),
                 live=False,
@@ -321,6 +329,7 @@ class ToolCallClient(ClientBase):
                 history_events=[],
                 parent_id=description.parent_id,
                 metadata=await _metadata(description),
+                reconciliation=settled,
             )
         state = await self._live_state(handle, description) if running else None
         if state is not None:
@@ -368,6 +377,16 @@ class ToolCallClient(ClientBase):
             parent_id=description.parent_id,
             metadata=request.metadata,
         )
+
+    async def reconcile(self, workflow_id: str) -> Reconciliation:
+        """Ask the backend whether an ``uncertain`` call's effect happened, read-only, and record
+        the answer (``ToolCallReconcile``); the write is never run again. A ``found`` answer
+        stays; ``not_found`` looks again each time.
+
+        Raises:
+            NotReconcilable: the call did not end ``uncertain`` (or runs inline in a parent).
+        """
+        return await reconcile_call(self, workflow_id)
 
     async def definitions(
         self, *, profile: str | None = None, format: str = "anthropic"

@@ -1,5 +1,6 @@
 """A worker killed during a creation: the call is ``uncertain``, names the identity to look for,
-and the event exists at most once, even when the same call is made again.
+reconciling finds the event by it, and the event exists at most once, even when the same call is
+made again.
 
 The tool runs in a real worker process (``python -m toolcalls.worker``) on a queue of its own,
 talking to Radicale through a loopback proxy that passes the ``PUT`` on and holds back the server's
@@ -28,6 +29,8 @@ from tests.worker.support import Spawned, hermetic_env
 from toolcalls.activities.calendar.tokens import creation_id
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.call import CallStatus, ErrorCode, ToolCallRequest
+from toolcalls.workflows.models.reconcile import Settled
+from toolcalls.workflows.reach.client import ToolCallClient
 
 LOST_AFTER = {"start_to_close_seconds": 40, "heartbeat_seconds": 2}
 LUNCH = {
@@ -148,9 +151,8 @@ async def test_a_worker_lost_during_a_creation_is_uncertain_and_the_event_exists
             "password_env": PASSWORD_ENV,
         }
         shared = {
-            # One state directory: both workers vouch with the key kept there.
-            "state_dir": str(tmp_path / "state"),
             "tools": [*ALL_TOOL_NAMES, "create_calendar_event"],
+            "state_dir": str(tmp_path / "state"),  # the host worker's: the same attestation key
             "calendar": calendar,
             "activities": {
                 "task_queues": {"create_calendar_event": host_queue},
@@ -189,9 +191,25 @@ async def test_a_worker_lost_during_a_creation_is_uncertain_and_the_event_exists
     assert result.output["creation_id"] == identity
     assert radicale.resources(collection) == [f"{identity}.ics"]
 
+    # Reconciling looks the identity up, on the tool's queue, and records that the event exists.
+    direct = {**shared, "calendar": {**calendar, "url": collection}}
+    tool_host = {"queue": host_queue, "serve_workflows": False}
+    async with (
+        running_worker(client, make_config(task_queue, **direct)),
+        running_worker(client, make_config(task_queue, **direct, worker=tool_host)),
+    ):
+        settled = await ToolCallClient(client, task_queue=task_queue).reconcile(handle.id)
+    assert settled.outcome is Settled.FOUND
+    assert settled.checked == (
+        f"looked up creation id {identity} (CalDAV resource name and UID) on {collection} (caldav)"
+    )
+    assert settled.evidence is not None
+    assert settled.evidence["href"] == f"{path}{identity}.ics"
+    assert settled.evidence["uid"] == identity
+    assert radicale.resources(collection) == [f"{identity}.ics"]
+
     # The same call again (the workflow id reused once the first run closed, so the same
     # idempotency key): it finds the event the lost attempt made and creates nothing.
-    direct = {**shared, "calendar": {**calendar, "url": collection}}
     direct["activities"] = {"timeouts": {"create_calendar_event": LOST_AFTER}}
     async with running_worker(client, make_config(task_queue, **direct)):
         again = await client.start_workflow(

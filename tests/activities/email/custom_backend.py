@@ -47,6 +47,16 @@ class MemoryMail:
         SENT.append({"to": to, "subject": subject, "message_id": message_id})
         return {"status": "accepted", "queue_id": "q-1"}
 
+    async def find_message(self, *, message_id: str, folder: str) -> dict[str, Any] | None:
+        if self.owner == "failing":
+            raise RuntimeError(f"lookup refused: {PRIVATE_TEXT}")
+        found = [m for m in SENT if m["message_id"] == message_id]
+        return {"queue_id": "q-1", "folder": folder} if found else None
+
+
+PRIVATE_TEXT = "mailbox 7731 of alice@example.com"
+"""What the failing lookup says, which no answer may repeat."""
+
 
 def broken_factory() -> object:
     return object()

@@ -130,6 +130,7 @@ async def test_every_tool_runs_when_allowed_and_the_password_stays_out_of_histor
         "status": "drafted",
         "message_id": draft_id,
         "mailbox": "Drafts",
+        "existing": None,
         "id": None,
         "draft_id": None,
         "thread_id": None,

@@ -61,6 +61,31 @@ async def test_a_draft_lands_in_the_drafts_folder_with_the_draft_flag(
     assert dovecot.messages(account, "INBOX") == []
 
 
+async def test_a_draft_already_in_the_folder_under_the_calls_message_id_is_reported(
+    dovecot: Dovecot, account: Account, ca_file: Path
+) -> None:
+    settings = imap_settings(dovecot, account, ca_file, sender="me@example.org")
+    mail = tools_for(settings, {PASSWORD_ENV: account.password})
+    first = await call(mail, "create_email_draft", DRAFT)
+    # Another message whose Message-ID only contains this one's text is not a match.
+    expected_id = message_id_for(CALL.idempotency_key, "example.org")
+    other = f"<x{expected_id[1:-1]}x>"
+    dovecot.append(account, messages.simple("Other", message_id=other), "Drafts")
+
+    again = await call(mail, "create_email_draft", DRAFT)
+
+    assert first.existing is None
+    assert again.model_dump(exclude_none=True) == {
+        "status": "drafted",
+        "mailbox": "Drafts",
+        "message_id": expected_id,
+        "existing": True,
+    }
+    drafts = dovecot.messages(account, "Drafts")
+    found = [email.message_from_bytes(raw)["Message-ID"] for _, raw in drafts]
+    assert sorted(found) == sorted([expected_id, other])
+
+
 async def test_a_draft_whose_headers_differ_from_the_preview_is_never_appended(
     dovecot: Dovecot, account: Account, ca_file: Path
 ) -> None:

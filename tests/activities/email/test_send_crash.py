@@ -7,7 +7,6 @@ import asyncio
 import os
 import signal
 import sys
-import textwrap
 import threading
 from pathlib import Path
 
@@ -15,66 +14,14 @@ import pytest
 import trustme
 from temporalio.client import Client
 
-from tests.activities.email.smtpd import PASSWORD, USERNAME, Sink, smtp_server
+from tests.activities.email.crash import LOST_AFTER, email_section, host_config
+from tests.activities.email.smtpd import PASSWORD, Sink, smtp_server
 from tests.activities.email.support import PASSWORD_ENV
 from tests.support.harness import make_config, running_worker, start_call
 from tests.support.tools import ALL_TOOL_NAMES
 from tests.worker.support import Spawned, hermetic_env
 from toolcalls.activities.email.compose import message_id_for
 from toolcalls.workflows.models.call import CallStatus, ErrorCode
-
-LOST_AFTER = {"start_to_close_seconds": 60, "heartbeat_seconds": 2}
-"""A lost worker shows within two seconds of its last heartbeat."""
-
-
-def email_section(port: int, ca_file: Path) -> dict[str, object]:
-    return {
-        "backend": "imap",
-        "username": USERNAME,
-        "password_env": PASSWORD_ENV,
-        "imap_host": "127.0.0.1",
-        "smtp_host": "127.0.0.1",
-        "smtp_port": port,
-        "sender": "me@example.org",
-        "ca_file": str(ca_file),
-        "timeout_seconds": 40,
-    }
-
-
-def host_config(tmp_path: Path, task_queue: str, host_queue: str, port: int, ca: Path) -> Path:
-    section = "\n".join(
-        f"{key} = {value}" if isinstance(value, int) else f'{key} = "{value}"'
-        for key, value in email_section(port, ca).items()
-    )
-    path = tmp_path / "host-worker.toml"
-    path.write_text(
-        textwrap.dedent(
-            f"""
-            task_queue = "{task_queue}"
-            tools = ["send_email"]
-            state_dir = "{tmp_path / "state"}"
-
-            [worker]
-            queue = "{host_queue}"
-            serve_workflows = false
-
-            [activities.task_queues]
-            send_email = "{host_queue}"
-
-            [activities.timeouts.send_email]
-            start_to_close_seconds = {LOST_AFTER["start_to_close_seconds"]}
-            heartbeat_seconds = {LOST_AFTER["heartbeat_seconds"]}
-
-            [ceiling]
-            default_effect = "allow"
-            """
-        )
-        + "\n[email]\n"
-        + section
-        + "\n",
-        encoding="utf-8",
-    )
-    return path
 
 
 async def test_a_worker_killed_during_the_send_leaves_one_message_and_an_uncertain_call(
@@ -98,11 +45,12 @@ async def test_a_worker_killed_during_the_send_leaves_one_message_and_an_uncerta
         "ceiling": {"default_effect": "allow"},
     }
     with smtp_server(mail_ca, "tls", sink) as server:
+        section = email_section(server.port, ca_file)
         host = Spawned(
             [
                 sys.executable,
                 *("-m", "toolcalls.worker", "--config"),
-                str(host_config(tmp_path, task_queue, host_queue, server.port, ca_file)),
+                str(host_config(tmp_path, task_queue, host_queue, section)),
                 *("--address", client.service_client.config.target_host),
             ],
             hermetic_env(tmp_path, **{PASSWORD_ENV: PASSWORD}),
