@@ -4,8 +4,9 @@ A fenced block in one of ``LANGUAGES`` is a snippet. The line right before its f
 a marker, an HTML comment neither GitHub nor the site shows:
 
 - ``<!-- snippet: skip (REASON) -->``: the block is not run; the reason is required.
-- ``<!-- snippet: continues -->``: the block runs together with the block before it, as one
-  (a Python module split by prose, a terminal session).
+- ``<!-- snippet: continues -->``: the block runs together with the page's block of its
+  language before it, as one (a Python module split by prose, a TOML section that needs the
+  one above, a terminal session).
 - ``<!-- snippet: file NAME -->``: the block is saved as ``NAME`` beside the page's later Python
   blocks (a ``workflows.py`` a script imports), and not run by itself.
 
@@ -120,13 +121,14 @@ def blocks(path: Path, page: str | None = None) -> list[Block]:
 
 
 def units(found: list[Block]) -> list[Unit]:
-    """Join each ``continues`` block to the one before it."""
+    """Join each ``continues`` block to the page's block of its language before it."""
     joined: list[Unit] = []
     for block in found:
         if block.continues:
-            if not joined or joined[-1].blocks[-1].language != block.language:
+            same = [unit for unit in joined if unit.first.language == block.language]
+            if not same:
                 raise MarkerError(f"{block.where}: continues no {block.language} block")
-            joined[-1].blocks.append(block)
+            same[-1].blocks.append(block)
         else:
             joined.append(Unit([block]))
     return joined

@@ -61,9 +61,12 @@ tokens_env = "TOOLCALLS_CODEC_TOKENS"
 name = "alice"
 password_hash = "{HASH}"
 groups = ["ops"]
+
+[profiles.research]
+tools = ["files.*", "calculator"]
 """
 """What a docs page's ``toolcalls.toml`` adds to the example deployment: the sections the pages
-set up (payload encryption and its codec server, an inbox account), with their secrets in the
+set up (payload encryption and its codec server, an inbox account, a profile), with their secrets in the
 environment (``SECRETS``)."""
 
 

@@ -67,6 +67,13 @@ INITIALIZE = {
 }
 
 
+@dataclass(frozen=True)
+class Finished:
+    code: int
+    stdout: str
+    stderr: str
+
+
 @dataclass
 class Setting:
     """Where one page's snippets run."""
@@ -125,18 +132,9 @@ def run_python(unit: Unit, setting: Setting) -> None:
         return
     path = setting.root / f"snippet_{unit.first.line}.py"
     path.write_text(text, encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, path.name],
-        cwd=setting.root,
-        env=setting.env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=COMMAND_TIMEOUT,
-        check=False,
-    )
-    assert done.returncode == 0, (
-        f"{unit.first.where}: exit {done.returncode}\n{done.stdout[-2000:]}{done.stderr[-3000:]}"
+    done = finish([sys.executable, path.name], setting, unit.first.where)
+    assert done.code == 0, (
+        f"{unit.first.where}: exit {done.code}\n{done.stdout[-2000:]}{done.stderr[-3000:]}"
     )
 
 
@@ -187,18 +185,35 @@ def _script(command: str, state: Path, keep: bool) -> str:
     return script
 
 
-def _run(command: str, setting: Setting, state: Path, where: str) -> None:
-    done = subprocess.run(
-        ["bash", "-c", _script(command, state, keep=True)],
+def finish(args: list[str], setting: Setting, where: str, given: str = "") -> Finished:
+    """Run to completion in a process group of its own, killed whole if it overstays."""
+    process = subprocess.Popen(
+        args,
         cwd=setting.root,
         env=setting.env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=COMMAND_TIMEOUT,
-        check=False,
+        start_new_session=True,
     )
-    assert done.returncode == 0, f"{where}: exit {done.returncode}\n{done.stdout}{done.stderr}"
+    try:
+        out, err = process.communicate(given, timeout=COMMAND_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise AssertionError(f"{where}: still running after {COMMAND_TIMEOUT}s") from None
+    finally:
+        # Whatever it left behind in its group (a server it started) goes with it.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    return Finished(process.returncode, out, err)
+
+
+def _run(command: str, setting: Setting, state: Path, where: str) -> None:
+    done = finish(["bash", "-c", _script(command, state, keep=True)], setting, where)
+    assert done.code == 0, f"{where}: exit {done.code}\n{done.stdout}{done.stderr}"
 
 
 def _serve(command: str, ready: str, setting: Setting, state: Path, where: str) -> Spawned:
@@ -225,14 +240,6 @@ def _stop(spawned: Spawned | None) -> None:
 
 def _stdio_mcp(command: str, setting: Setting, state: Path, where: str) -> None:
     """A client starts the stdio server: it must answer ``initialize``, then leave at EOF."""
-    done = subprocess.run(
-        ["bash", "-c", _script(command, state, keep=False)],
-        cwd=setting.root,
-        env=setting.env,
-        input=json.dumps(INITIALIZE) + "\n",
-        capture_output=True,
-        text=True,
-        timeout=COMMAND_TIMEOUT,
-        check=False,
-    )
-    assert '"serverInfo"' in done.stdout, f"{where}: exit {done.returncode}\n{done.stderr}"
+    script = _script(command, state, keep=False)
+    done = finish(["bash", "-c", script], setting, where, json.dumps(INITIALIZE) + "\n")
+    assert '"serverInfo"' in done.stdout, f"{where}: exit {done.code}\n{done.stderr}"
