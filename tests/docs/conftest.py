@@ -49,7 +49,10 @@ def example_config(root: Path, scratch: Path) -> str:
     return text + f'\n[inbox]\nlisten = "127.0.0.1:{free_port()}"\n'
 
 
-HASH = "$argon2id$v=19$m=65536,t=3,p=4$6Oja2cCv+aRSXM5Sf+xYoQ$g4DYqOvyqxEXeL7U2nspa2HC1S9cM5hM1K5Oyz+HDrw"
+HASH = (
+    "$argon2id$v=19$m=65536,t=3,p=4$"
+    "6Oja2cCv+aRSXM5Sf+xYoQ$g4DYqOvyqxEXeL7U2nspa2HC1S9cM5hM1K5Oyz+HDrw"
+)
 """``toolcalls inbox hash-password`` of a password nobody needs: the account only has to exist."""
 DEPLOYMENT = f"""
 [codec]
@@ -66,8 +69,8 @@ groups = ["ops"]
 tools = ["files.*", "calculator"]
 """
 """What a docs page's ``toolcalls.toml`` adds to the example deployment: the sections the pages
-set up (payload encryption and its codec server, an inbox account, a profile), with their secrets in the
-environment (``SECRETS``)."""
+set up (payload encryption and its codec server, an inbox account, a profile), with their
+secrets in the environment (``secrets()``)."""
 
 
 def secrets() -> dict[str, str]:
