@@ -2,16 +2,18 @@
 
 Each page runs in a directory of its own (``Setting.root``) with the project's interpreter, the
 ``toolcalls`` and ``temporal`` commands first on ``PATH`` and ``TEMPORAL_ADDRESS`` naming the
-session's dev server. README.md's directory stands in for the repository (``examples/`` and a
-``.venv``); a docs page's also holds ``toolcalls.toml``, the deployment its pages speak of (the
-example deployment). What changes in a snippet before it runs is ``Setting.substitutions`` and
+session's dev server. README.md's directory stands in for the repository (``examples/``, a
+``.venv``, the ``Makefile``); a docs page's also holds ``toolcalls.toml``, the deployment its pages
+speak of (the example deployment with the sections the pages set up, ``conftest.DEPLOYMENT``).
+What changes in a snippet before it runs is ``Setting.substitutions`` and
 nothing else: the address ``localhost:7233`` becomes the test server's, the scratch folder a
 temporary one, and fixed ports free ones, so that runs beside a developer's ``make run`` do not
 collide with it.
 
 - Python: the unit is written to ``snippet_LINE.py`` in the directory and run with ``python``; it
   must exit 0. A ``file NAME`` block is written as ``NAME`` first.
-- Shell: each command (``$ ``-prefixed in a ``console`` block, every line otherwise) runs in
+- Shell: each command (in a transcript, a ``console`` block or one with ``$ `` prompts, only the
+  prompted lines; every line otherwise) runs in
   ``bash`` and must exit 0; ``cd``, ``export`` and ``. .venv/bin/activate`` carry over to the
   next command. A serving command (``SERVING``) is started, must print its ready line, and is
   stopped with SIGTERM once the next serving command starts or the block ends. ``make run``

@@ -4,6 +4,7 @@ says how), so a page cannot rot. A block that cannot run alone says why, right b
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,22 @@ def test_skipped_blocks_are_few_and_say_why() -> None:
     # checkout (testing.md's re-recording).
     unrun = {b.page for b in found} - {b.page for b in found if b not in skipped}
     assert unrun <= {"docs/adding-a-family.md", "docs/reaching-calls.md", "docs/testing.md"}
+
+
+def test_pages_start_calls_of_their_own() -> None:
+    """The pages share one server, and an id runs one call, once: a page that reused an id
+    another page starts would find that call (already approved, say) instead of its own."""
+    starters: dict[str, set[str]] = {}
+    for page in pages():
+        for unit in units(blocks(page)):
+            if unit.first.skip is None and unit.first.language == "shell":
+                for command in commands(unit):
+                    if command.startswith("toolcalls call "):
+                        for workflow_id in re.findall(r"--id\s+(\S+)", command):
+                            starters.setdefault(workflow_id, set()).add(unit.first.page)
+    assert starters, "no page starts a call with --id any more"
+    shared = {workflow_id: pages for workflow_id, pages in starters.items() if len(pages) > 1}
+    assert not shared, shared
 
 
 def test_continues_joins_and_a_transcript_runs_only_its_commands(tmp_path: Path) -> None:
