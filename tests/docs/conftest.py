@@ -80,12 +80,13 @@ def secrets() -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def worker(
     address: str, scratch: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Spawned]:
     """``toolcalls worker --config examples/toolcalls.toml`` on the test server: the worker
-    ``make run`` starts, serving every page's calls."""
+    ``make run`` starts, serving every page's calls; stopped after them, so that no later test
+    finds a worker on the deployment's default queue."""
     root = tmp_path_factory.mktemp("deployment")
     config = root / "toolcalls.toml"
     config.write_text(example_config(root, scratch), encoding="utf-8")
