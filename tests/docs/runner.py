@@ -130,6 +130,11 @@ def run_toml(unit: Unit, setting: Setting) -> None:
 def run_python(unit: Unit, setting: Setting) -> None:
     text = setting.substitute(unit.text)
     if unit.first.save_as:
+        # Run by the blocks that import it; compiled here, so a typo shows on its own line.
+        try:
+            compile(text, unit.first.where, "exec")
+        except SyntaxError as exc:
+            raise AssertionError(f"{unit.first.where}: {exc}") from None
         (setting.root / unit.first.save_as).write_text(text, encoding="utf-8")
         return
     path = setting.root / f"snippet_{unit.first.line}.py"
