@@ -35,10 +35,11 @@ test-servers:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q dovecot-imapd; }
 
 # The inbox's browser tests drive Debian's chromium (Playwright's own browser download is not
-# used); CI runs on a fresh machine as root.
+# used); like test-servers, it uses sudo when not run as root.
 test-browser:
 	@command -v chromium >/dev/null 2>&1 || { \
-	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -42,6 +42,7 @@ from toolcalls.workflows.models.grant import (
     grant_terms,
     scope_key,
 )
+from toolcalls.workflows.rules.identities import same_identity
 
 MAX_CANDIDATES = 20
 
@@ -56,7 +57,10 @@ def covers(grant: Grant, query: GrantQuery, now: datetime) -> bool:
         return False
     if grant.scope is GrantScope.PARENT and grant.parent_id != query.parent_id:
         return False
-    return query.approvers is None or grant.approver in query.approvers
+    # A grant made before names were canonical may hold another spelling of an allowed name.
+    return query.approvers is None or any(
+        same_identity(grant.approver, name) for name in query.approvers
+    )
 
 
 def visibility_query(query: GrantQuery) -> str:

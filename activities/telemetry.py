@@ -10,14 +10,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import timedelta
 
 from pydantic import BaseModel
 from temporalio import activity
+from temporalio.common import MetricCounter, MetricMeter
 from temporalio.exceptions import ApplicationError
 
-from toolcalls.workflows.models.call import ErrorCode
+from toolcalls.workflows.models.call import ErrorCode, prepare_activity_name
 
 TOOL_DURATION = "toolcalls_tool_duration_seconds"
 """Histogram: how long a tool's activity ran, by ``tool`` and ``outcome`` (``completed`` or the
@@ -65,17 +66,45 @@ def tool_ran(tool: str, outcome: str, elapsed: timedelta) -> None:
 
 def result_returned(tool: str, result: BaseModel) -> None:
     """Count ``result`` if the tool says it cut it (a ``truncated`` or ``*_truncated`` field)."""
-    if any(
-        value is True and (name == "truncated" or name.endswith("_truncated"))
-        for name, value in result
-    ):
-        activity.metric_meter().create_counter(
-            RESULTS_TRUNCATED, "Tool results cut to the tool's limits"
-        ).add(1, {"tool": tool})
+    if any(value is True and _truncation(name) for name, value in result):
+        _truncated(activity.metric_meter()).add(1, {"tool": tool})
 
 
 def payload_refused(tool: str, what: str) -> None:
     """Count a result or preview the payload cap refused."""
-    activity.metric_meter().create_counter(
-        PAYLOADS_REFUSED, "Results and previews refused as too large"
-    ).add(1, {"tool": tool, "what": what})
+    _refused(activity.metric_meter()).add(1, {"tool": tool, "what": what})
+
+
+def counters_at_zero(
+    meter: MetricMeter, results: Mapping[str, type[BaseModel]], prepared: Iterable[str]
+) -> None:
+    """Put the counters at zero for the tools whose activities this worker runs, so that the
+    series exist before the first truncation or refusal (and a rule on their increase sees it).
+
+    ``results``: each tool's result model (a tool whose model has no truncation field never counts
+    one); ``prepared``: the tools with a preview step. Outside an activity: ``meter`` is the
+    worker's runtime meter with the labels ``activity.metric_meter()`` adds but the activity
+    type (``namespace``, ``task_queue``), so that each is the series a run later counts in.
+    """
+    truncated, refused = _truncated(meter), _refused(meter)
+    for tool, model in results.items():
+        execute = {"activity_type": tool}
+        refused.with_additional_attributes(execute).add(0, {"tool": tool, "what": "result"})
+        if any(_truncation(name) for name in model.model_fields):
+            truncated.with_additional_attributes(execute).add(0, {"tool": tool})
+    for tool in prepared:
+        refused.with_additional_attributes({"activity_type": prepare_activity_name(tool)}).add(
+            0, {"tool": tool, "what": "preview"}
+        )
+
+
+def _truncation(field: str) -> bool:
+    return field == "truncated" or field.endswith("_truncated")
+
+
+def _truncated(meter: MetricMeter) -> MetricCounter:
+    return meter.create_counter(RESULTS_TRUNCATED, "Tool results cut to the tool's limits")
+
+
+def _refused(meter: MetricMeter) -> MetricCounter:
+    return meter.create_counter(PAYLOADS_REFUSED, "Results and previews refused as too large")

@@ -28,8 +28,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests.support.harness import Handle, make_config, running_worker, start_call, wait_for
 from tests.support.http_servers import serve, text
+from tests.support.patches import without_patch
 from tests.support.tools import ALL_TOOL_NAMES
 from toolcalls.worker.devserver import temporal_binary
+from toolcalls.workflows.call.decisions import IDENTITY_PATCH
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.approval import (
     ApprovalDecision,
@@ -278,6 +280,37 @@ async def notified(client: Client, queue: str) -> Handle:
     return handle
 
 
+async def _identities(client: Client, queue: str, second: str) -> Handle:
+    """alice approves by update; ``second`` (a spelling of alice) by signal; then bob."""
+    handle = await start_call(client, queue, "probe_write", {"token": "who"})
+    pending = await _pending(handle)
+    await handle.execute_update(ToolCallWorkflow.decide, _decision(pending, "alice"))
+    signal = DecisionInput(request_id=pending.request_id, digest=pending.digest, approver=second)
+    await handle.signal(ToolCallWorkflow.approve, signal)
+    return handle
+
+
+async def identity_counted_twice_before_patch(client: Client, queue: str) -> Handle:
+    """Before approver names were canonical: ``Alice`` after ``alice`` was a second approver."""
+    return await _identities(client, queue, "Alice")
+
+
+async def identity_refused(client: Client, queue: str) -> Handle:
+    """``ALICE`` after ``alice`` is ignored as the same approver, ``alice`` with a zero-width
+    space as an invalid name; `` Bob `` is the second approver, recorded as ``bob``."""
+    handle = await _identities(client, queue, "ALICE")
+    pending = await _pending(handle)
+    signal = DecisionInput(
+        request_id=pending.request_id, digest=pending.digest, approver="alice\u200b"
+    )
+    await handle.signal(ToolCallWorkflow.approve, signal)
+    await wait_for(
+        handle, lambda s: [e.kind for e in s.events].count(EventKind.SIGNAL_IGNORED) == 2
+    )
+    await handle.execute_update(ToolCallWorkflow.decide, _decision(pending, " Bob "))
+    return handle
+
+
 APPROVERS = {
     "groups": {"ops": ["alice", "bob"], "security": ["carol"]},
     "max_grant_seconds": 3600,
@@ -314,6 +347,10 @@ SECTIONS: dict[str, dict[str, Any]] = {
         }
     },
     "granted": {"approvers": APPROVERS},
+    "identity_counted_twice_before_patch": {
+        "approvers": {"rules": {"filesystem.write": {"min_approvals": 2}}}
+    },
+    "identity_refused": {"approvers": {"rules": {"filesystem.write": {"min_approvals": 2}}}},
     "profiled": {
         "tools": [*ALL_TOOL_NAMES, "search_tools", "read_tool"],
         "profiles": {"probes": {"tools": ["probes.*", "discovery.*"]}},
@@ -350,7 +387,12 @@ SCENARIOS: dict[str, Scenario] = {
     "attested_approved": approved,
     "attested_granted": granted,
     "attested_notified": notified,
+    # Since approver names are canonical (``approver-identity-normalised``).
+    "identity_counted_twice_before_patch": identity_counted_twice_before_patch,
+    "identity_refused": identity_refused,
 }
+WITHOUT_PATCH = {"identity_counted_twice_before_patch": IDENTITY_PATCH}
+"""Recordings of the path before a patch: their worker leaves that patch off, as old code did."""
 ATTESTED = ("attested_approved", "attested_granted", "attested_notified")
 """The recordings made with attestations: they carry the patch's marker."""
 EXPECTED_STATUS = {
@@ -380,6 +422,8 @@ EXPECTED_STATUS = {
     "attested_approved": "completed",
     "attested_granted": "completed",
     "attested_notified": "completed",
+    "identity_counted_twice_before_patch": "completed",
+    "identity_refused": "completed",
 }
 """The status each recorded history ends with; the replay test checks the files against it."""
 
@@ -402,8 +446,11 @@ async def record(names: list[str]) -> None:
                 if name == "edit_refused":
                     shutil.rmtree(EDIT_ROOT, ignore_errors=True)
                     (EDIT_ROOT / "root").mkdir(parents=True)
-                async with running_worker(env.client, make_config(queue, **sections)):
-                    handle = await SCENARIOS[name](env.client, queue)
+                client = env.client
+                if name in WITHOUT_PATCH:
+                    client = without_patch(client, WITHOUT_PATCH[name])
+                async with running_worker(client, make_config(queue, **sections)):
+                    handle = await SCENARIOS[name](client, queue)
                     result = await asyncio.wait_for(handle.result(), 60)
             if result.status.value != EXPECTED_STATUS[name]:
                 raise SystemExit(

@@ -24,6 +24,7 @@ from toolcalls.workflows.models.approval import (
 )
 from toolcalls.workflows.models.call import CapabilityPolicy, Effect, ToolCallRequest
 from toolcalls.workflows.rules import policy
+from toolcalls.workflows.rules.identities import InvalidIdentity, canonical_identity
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -52,10 +53,11 @@ def approval_timeout(value: str) -> timedelta | None:
 
 
 def default_approver() -> str:
-    """Who ``approve``/``deny``/``answer`` say decided, unless ``--by`` names someone."""
+    """Who ``approve``/``deny``/``answer`` say decided, unless ``--by`` names someone: the local
+    user, canonically (an unnamed approver when there is none, or it is not a valid name)."""
     try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no passwd entry, no LOGNAME: an unnamed approver
+        return canonical_identity(getpass.getuser())
+    except (KeyError, OSError, InvalidIdentity):  # no passwd entry, no LOGNAME: unnamed
         return ""
 
 
@@ -162,11 +164,16 @@ def requiring_approval(tool: str, base: CapabilityPolicy | None) -> CapabilityPo
 
 
 def check_decision_args(args: argparse.Namespace) -> str | None:
-    """What is wrong with ``approve``/``deny``/``answer`` arguments; fills in ``--by``'s default."""
+    """What is wrong with ``approve``/``deny``/``answer``/``grants revoke`` arguments; fills in
+    ``--by``'s default and makes the name canonical (``Alice`` decides as ``alice``)."""
     if args.by is None:
         args.by = default_approver()
     if len(args.by) > MAX_APPROVER_CHARS:
         return f"--by: at most {MAX_APPROVER_CHARS} characters"
+    try:
+        args.by = canonical_identity(args.by)
+    except InvalidIdentity as exc:
+        return f"--by: {exc}"
     if getattr(args, "reason", None) is not None and len(args.reason) > MAX_REASON_CHARS:
         return f"--reason: at most {MAX_REASON_CHARS} characters"
     if args.command == "answer" and (args.text is None) == (not args.decline):

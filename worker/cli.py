@@ -33,9 +33,10 @@ from toolcalls.worker.run import StartupError, serve, stop_on_signals
 from toolcalls.worker.telemetry import tracing
 from toolcalls.worker.telemetry.endpoint import Health, MetricsEndpoint, metrics_runtime
 from toolcalls.worker.telemetry.logs import configure_logging
+from toolcalls.worker.telemetry.runtime import worker_runtime
 from toolcalls.worker.telemetry.settings import LogFormat, split_address
 from toolcalls.workflows.models.approval import GrantScope
-from toolcalls.workflows.reach.client import ToolCallClient
+from toolcalls.workflows.reach.client import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ToolCallClient
 
 if TYPE_CHECKING:
     from temporalio.runtime import Runtime
@@ -184,7 +185,10 @@ def _call_parsers(commands_: argparse._SubParsersAction[_Parser]) -> None:
         "pending", parents=both, help="list calls waiting for an approval or an answer"
     )
     pending.add_argument(
-        "--limit", type=int, default=100, help="list at most this many (a page; 1-1000)"
+        "--limit",
+        type=int,
+        default=DEFAULT_PAGE_SIZE,
+        help=f"list at most this many (a page; 1-{MAX_PAGE_SIZE})",
     )
     pending.add_argument(
         "--page-token", metavar="TOKEN", help="the next page, as the previous one printed it"
@@ -335,6 +339,7 @@ def _dev_server(
         port=port or dev.port,
         ui_port=None if headless or (dev.headless and not ui_port) else (ui_port or dev.ui_port),
         namespace=dev.namespace,
+        ui_codec_endpoint=config.codec.server_url,
     )
 
 
@@ -369,14 +374,14 @@ async def _worker(config: Config, args: argparse.Namespace) -> int:
 async def _metrics(
     config: Config, args: argparse.Namespace, health: Health, stack: contextlib.AsyncExitStack
 ) -> Runtime | None:
-    """The runtime whose metrics the listener serves, once it listens (before connecting, so
-    that probes see a live process that is not ready yet); ``None`` without one."""
+    """The worker's runtime; with metrics, once their listener listens (before connecting, so
+    that probes see a live process that is not ready yet)."""
     listen = args.metrics or config.telemetry.prometheus
     if listen is None:
-        return None
+        return worker_runtime(config.telemetry)
     host, port = split_address(listen)
     try:
-        runtime, metrics_port = metrics_runtime()
+        runtime, metrics_port = metrics_runtime(config.telemetry)
         await stack.enter_async_context(MetricsEndpoint(host, port, metrics_port, health))
     except OSError as exc:
         raise StartupError(f"cannot serve metrics on {listen}: {exc.strerror or exc}") from None

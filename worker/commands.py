@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import binascii
 import contextlib
 import os
 import sys
@@ -59,12 +58,15 @@ from toolcalls.workflows.models.call import (
     ToolCallResult,
 )
 from toolcalls.workflows.reach.client import (
+    DEFAULT_PAGE_SIZE,
+    MAX_PAGE_SIZE,
     CallConflict,
     CallNotFound,
     CallView,
     Delivery,
     NoPendingRequest,
     Outcome,
+    PageTokenError,
     PayloadTooLarge,
     PendingPage,
     Started,
@@ -111,16 +113,18 @@ async def run(config: Config, args: argparse.Namespace) -> int:
         if request is not None:
             return await _call(calls, args, request)
         if args.command == "pending":
+            if not 1 <= args.limit <= MAX_PAGE_SIZE:
+                raise CommandError(EXIT_USAGE, f"pending: --limit must be 1-{MAX_PAGE_SIZE}")
             try:
                 page = await calls.pending_page(page_size=args.limit, page_token=args.page_token)
-            except (ValueError, binascii.Error) as exc:
-                raise CommandError(EXIT_USAGE, f"pending: {exc}") from None
+            except PageTokenError as exc:
+                raise CommandError(EXIT_USAGE, f"pending: --page-token: {exc}") from None
             data = {
                 "calls": [pending_json(call) for call in page.calls],
                 "total": page.total,
                 "next_page_token": page.next_page_token,
             }
-            _emit(args, data, pending_table(page.calls) + _page_note(page))
+            _emit(args, data, _pending_text(page, args))
             return EXIT_OK
         if args.command == "show":
             view = await calls.status(args.workflow_id)
@@ -152,12 +156,22 @@ async def run(config: Config, args: argparse.Namespace) -> int:
         raise CommandError(EXIT_USAGE, f"{what}: {exc.message}") from None
 
 
-def _page_note(page: PendingPage) -> str:
+def _pending_text(page: PendingPage, args: argparse.Namespace) -> str:
+    if not page.calls and args.page_token:
+        # The server gives a token for a page that turns out empty when the one before was
+        # full: the listing ended there, which "no calls are waiting" would contradict.
+        return f"no more calls; {page.total} waiting"
+    return pending_table(page.calls) + _page_note(page, args.limit)
+
+
+def _page_note(page: PendingPage, limit: int) -> str:
     if page.next_page_token is None:
         return f"\n{page.total} waiting" if page.calls else ""
+    # The next page is as long as this one only if the command says so again.
+    size = f" --limit {limit}" if limit != DEFAULT_PAGE_SIZE else ""
     return (
         f"\n{len(page.calls)} shown of {page.total} waiting; more: "
-        f"toolcalls pending --page-token {page.next_page_token}"
+        f"toolcalls pending{size} --page-token {page.next_page_token}"
     )
 
 

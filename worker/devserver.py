@@ -89,7 +89,11 @@ def _last_line(log_file: Path) -> str:
 
 
 class DevServer:
-    """Starts ``temporal server start-dev`` in its own process group; stops it on exit."""
+    """Starts ``temporal server start-dev`` in its own process group; stops it on exit.
+
+    With ``ui_codec_endpoint`` its web UI decodes payloads through that codec server, so a
+    deployment with ``[codec]`` keys shows plaintext there (to callers the codec server admits).
+    """
 
     def __init__(
         self,
@@ -100,6 +104,7 @@ class DevServer:
         ui_port: int | None = 8233,
         namespace: str = "default",
         log_file: Path | None = None,
+        ui_codec_endpoint: str | None = None,
     ) -> None:
         self.db_file = db_file
         self.ip = ip
@@ -107,6 +112,8 @@ class DevServer:
         self.ui_port = ui_port
         self.namespace = namespace
         self.log_file = log_file or db_file.with_suffix(".log")
+        self.ui_codec_endpoint = ui_codec_endpoint
+        """The codec server the web UI decodes payloads through (``[codec.server]``)."""
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -139,6 +146,8 @@ class DevServer:
             cmd.append("--headless")
         else:
             cmd += ["--ui-port", str(self.ui_port)]
+            if self.ui_codec_endpoint is not None:
+                cmd += ["--ui-codec-endpoint", self.ui_codec_endpoint]
         return cmd
 
     def start(self) -> None:

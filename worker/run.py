@@ -23,6 +23,7 @@ from toolcalls.activities.families import BUILTIN_FAMILIES
 from toolcalls.activities.family import AnyFamily, FamilyError
 from toolcalls.worker.config import Config, build_catalog
 from toolcalls.worker.plugin import ToolCallsPlugin
+from toolcalls.worker.telemetry.counters import counters_at_zero
 from toolcalls.worker.telemetry.endpoint import Health
 from toolcalls.workflows.models.call import SEARCH_ATTRIBUTES
 
@@ -116,13 +117,20 @@ async def serve(
             log.info("registered search attributes %s", ", ".join(added))
     worker = build_worker(client, config)
     catalog = build_catalog(config)
+    served = config.served_tools(catalog)
+    counters_at_zero(
+        client,
+        config.queue,
+        calls=catalog.names if config.serves_workflows else (),
+        runs=[spec for spec in catalog if spec.name in served],
+    )
     log.info(
         "connected to %s namespace %s; polling task queue %r: workflows=%s tools=%s",
         client.service_client.config.target_host,
         client.namespace,
         config.queue,
         "yes" if config.serves_workflows else "no",
-        ", ".join(config.served_tools(catalog)) or "none",
+        ", ".join(served) or "none",
     )
     async with worker:
         if health is not None:

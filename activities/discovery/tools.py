@@ -3,8 +3,9 @@
 What it can touch: the deployment's catalog, in memory. How it is confined: each call sees only
 the tools its plan found it may use (``CallContext.visible_tools``: the request's profile, and no
 tool that the request's policy or the ceiling denies outright). Everything else is invisible in
-the same way: an unknown tool, one outside the profile and one the policy denies all give the same
-answer, so discovery never reveals what a caller may not use.
+the same way: an unknown tool, one outside the profile and one the ceiling or the policy denies
+all give the same answer, so discovery never reveals what a caller may not use. (A direct call of
+a denied tool of the profile is denied with its rule instead: docs/profiles.md says why.)
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ class DiscoveryTools:
         found = {spec.name: spec for spec in self._visible(call)}.get(args.name)
         if found is None:
             # The same answer for a tool that does not exist, one outside the profile and one
-            # the policy denies: nothing about what the caller may not use.
+            # the ceiling or the policy denies: nothing about what the caller may not use.
             raise tool_error(
                 ErrorCode.INVALID_ARGUMENTS,
                 f"read_tool: no tool named {args.name!r} is available to this call",

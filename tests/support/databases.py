@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
@@ -65,17 +63,6 @@ def snapshot(directory: Path) -> dict[str, str]:
         for entry in sorted(directory.iterdir())
         if entry.is_file() and not entry.is_symlink()
     }
-
-
-@pytest.fixture
-def database(tmp_path: Path) -> Iterator[Path]:
-    """The test database; after the test, every file next to it is byte-for-byte unchanged."""
-    directory = tmp_path / "data"
-    directory.mkdir()
-    path = make_database(directory / "app.db")
-    before = snapshot(directory)
-    yield path
-    assert snapshot(directory) == before
 
 
 def tools_for(path: Path, **settings: Any) -> DatabaseTools:

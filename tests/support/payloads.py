@@ -30,13 +30,13 @@ def keys(*ids: str) -> str:
 def payloads_in(node: Any, inside: str = "") -> Iterator[dict[str, Any]]:
     """Every payload (``{"metadata": ..., "data": ...}``) in a history exported as JSON that the
     data converter wrote: not search attributes (never encoded), nor the local activity marker's
-    own bookkeeping (its ``data`` detail: sequence number, attempt, activity type, times), which
-    the SDK's core writes."""
+    own bookkeeping (its ``data`` detail: sequence number, attempt, activity type, times), nor a
+    patch marker's record of the patch's name (``patch-data``): the SDK's core writes both."""
     if isinstance(node, dict):
         if isinstance(node.get("metadata"), dict) and "encoding" in node["metadata"]:
             yield node
         for key, value in node.items():
-            if key == "searchAttributes" or (inside == "details" and key == "data"):
+            if key == "searchAttributes" or (inside == "details" and key in ("data", "patch-data")):
                 continue
             yield from payloads_in(value, key)
     elif isinstance(node, list):

@@ -365,9 +365,14 @@ def test_tools_only_worker_on_another_queue(tmp_path: Path) -> None:
 
 
 def test_example_config_loads() -> None:
+    # `make run` creates the scratch folder the example's file tools work under.
+    Path("/tmp/toolcalls-scratch").mkdir(exist_ok=True)
     config = load_config(EXAMPLE, env={})
     assert config.task_queue == "toolcalls"
-    assert config.tools == ["calculator", "current_datetime", "ask_user"]
+    assert config.tools == [
+        *("calculator", "current_datetime", "ask_user"),
+        *("read_file", "list_files", "create_file"),
+    ]
     assert config.worker.graceful_shutdown_seconds == 30
     assert config.ceiling is None
     assert config.ceiling_policy() == default_ceiling()

@@ -1,14 +1,23 @@
 """``toolcalls.worker.devserver``: a dev server that cannot start says why, from its own log;
-``pid``."""
+``pid``; its web UI decodes payloads through the configured codec server."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import os
+import signal
 import socket
+import time
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
+from tests.worker.support import Spawn, free_port, hermetic_env, write_config
 from toolcalls.worker.devserver import DevServer, DevServerError
+from toolcalls.worker.payloads.settings import CodecSection
 
 
 def _free_port() -> int:
@@ -55,3 +64,73 @@ async def test_pid_names_the_running_server_process_and_none_once_stopped(tmp_pa
     assert str(server.port).encode() in command
     assert (before, after) == (None, None)
     assert not _cmdline(pid)  # stopped and reaped
+
+
+@pytest.mark.parametrize(
+    ("listen", "url"),
+    [
+        ("127.0.0.1:8081", "http://127.0.0.1:8081"),
+        ("0.0.0.0:9000", "http://127.0.0.1:9000"),
+        ("[::]:9000", "http://[::1]:9000"),
+        ("[::1]:9000", "http://[::1]:9000"),
+        ("codec.internal:443", "http://codec.internal:443"),
+    ],
+)
+def test_the_codec_servers_url_is_where_a_browser_here_reaches_it(listen: str, url: str) -> None:
+    server = {"listen": listen, "tokens_env": "CODEC_TOKENS"}
+    assert CodecSection(keys_env="KEYS", server=server).server_url == url
+
+
+def test_without_keys_or_a_codec_server_there_is_no_url() -> None:
+    assert CodecSection().server_url is None
+    assert CodecSection(keys_env="KEYS").server_url is None
+
+
+def test_the_ui_gets_the_codec_endpoint_only_when_there_is_a_ui(tmp_path: Path) -> None:
+    endpoint = "http://127.0.0.1:8081"
+    with_ui = DevServer(tmp_path / "t.db", ui_port=8233, ui_codec_endpoint=endpoint).command()
+    flag = with_ui.index("--ui-codec-endpoint")
+    assert with_ui[flag + 1] == endpoint
+    headless = DevServer(tmp_path / "t.db", ui_port=None, ui_codec_endpoint=endpoint).command()
+    assert "--ui-codec-endpoint" not in headless
+    assert "--ui-codec-endpoint" not in DevServer(tmp_path / "t.db").command()
+
+
+async def test_worker_dev_points_the_ui_at_the_configured_codec_server(
+    tmp_path: Path, spawn: Spawn
+) -> None:
+    port, ui_port, codec_port = free_port(), free_port(), free_port()
+    config = write_config(
+        tmp_path,
+        'tools = ["calculator"]\n'
+        "[worker]\ngraceful_shutdown_seconds = 1\n"
+        '[codec]\nkeys_env = "TOOLCALLS_KEYS"\n'
+        f'[codec.server]\nlisten = "0.0.0.0:{codec_port}"\nallow_anonymous = false\n'
+        'tokens_env = "CODEC_TOKENS"\n'
+        f'[dev]\ndata_dir = "{tmp_path / "data"}"\nport = {port}\nui_port = {ui_port}\n',
+    )
+    key = base64.b64encode(os.urandom(32)).decode()
+    env = hermetic_env(tmp_path, TOOLCALLS_KEYS=f"k1={key}")
+    worker = spawn("worker", "--dev", "--config", str(config), env=env)
+    worker.wait_for_line("polling task queue", timeout=60)
+    settings = await ui_settings(ui_port)
+    # The UI decodes through the codec server: a browser on this host reaches it on loopback.
+    assert settings["Codec"]["Endpoint"] == f"http://127.0.0.1:{codec_port}"
+    worker.process.send_signal(signal.SIGTERM)
+    assert worker.finish(30) == 0
+
+
+async def ui_settings(ui_port: int, timeout: float = 30) -> dict[str, Any]:
+    """The web UI's settings, once it answers (it starts beside the server)."""
+    deadline = time.monotonic() + timeout
+    async with httpx.AsyncClient(trust_env=False, timeout=5) as http:
+        while True:
+            try:
+                response = await http.get(f"http://127.0.0.1:{ui_port}/api/v1/settings")
+                if response.status_code == 200:
+                    settings: dict[str, Any] = response.json()
+                    return settings
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "the web UI never answered"
+            await asyncio.sleep(0.2)

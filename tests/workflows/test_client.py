@@ -53,6 +53,7 @@ from toolcalls.workflows.reach.client import (
     PAGE_TOKEN_TAG,
     CallConflict,
     Delivery,
+    PageTokenError,
     PayloadTooLarge,
     ToolCallClient,
 )
@@ -453,7 +454,7 @@ async def test_later_pages_carry_the_total_counted_for_the_first(
         # Counted again, the total would fall as the terminated calls leave visibility.
         second = await calls.pending_page(page_size=1, page_token=first.next_page_token)
         assert second.total == first.total
-    with pytest.raises(ValueError, match="invalid literal"):
+    with pytest.raises(PageTokenError, match="not a token a previous page gave"):
         await calls.pending_page(
             page_token=base64.urlsafe_b64encode(PAGE_TOKEN_TAG + b"x:").decode()
         )

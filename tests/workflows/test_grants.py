@@ -18,6 +18,7 @@ from tests.support.harness import (
     make_config,
     pending_approval,
     running_worker,
+    signal_decision,
     start_call,
     wait_for,
 )
@@ -36,7 +37,7 @@ from toolcalls.workflows.models.call import (
     ToolCallRequest,
 )
 from toolcalls.workflows.models.grant import MEMO_GRANT, Grant, scope_key
-from toolcalls.workflows.reach.client import ToolCallClient
+from toolcalls.workflows.reach.client import Delivery, ToolCallClient
 
 GRANTS = {"max_grant_seconds": 3600, "rules": {"filesystem.write": {"approvers": ["alice"]}}}
 
@@ -233,3 +234,78 @@ async def test_a_parent_grant_needs_a_call_made_by_a_parent(
         )
         assert too_long.reason == "a grant may last at most 1:00:00, not 2:00:00"
         await handle.terminate("test over")
+
+
+async def test_a_grant_remembered_by_a_queued_signal_and_delivered_twice_is_made_once(
+    client: Client, task_queue: str
+) -> None:
+    config = make_config(task_queue, approvers=GRANTS)
+    calls = ToolCallClient(client, task_queue=task_queue, probe_timeout=timedelta(seconds=2))
+    async with running_worker(client, config):
+        first = await start_call(client, task_queue, "probe_write", {"token": "t"})
+        pending = await pending_approval(first)
+
+    # No worker serves the call: the decision goes as the approve signal, queued until one does.
+    terms = remember(scope=GrantScope.DEPLOYMENT)
+    queued = await calls.approve(first.id, approver="alice", reason="fine", remember=terms)
+    assert (queued.delivery, queued.record) == (Delivery.QUEUED, None)
+    # Signals are delivered at least once: the same decision again makes no second grant.
+    await first.signal(
+        ToolCallWorkflow.approve, signal_decision(pending, approver="alice", remember=terms)
+    )
+    async with running_worker(client, config) as probes:
+        result = await asyncio.wait_for(first.result(), 30)
+        assert result.status is CallStatus.COMPLETED
+        assert result.approval is not None
+        assert (result.approval.via, result.approval.approver) == ("signal", "alice")
+        grant_id = result.approval.grant_id
+        assert grant_id is not None
+        assert result.approval.expires_at is not None
+        grant = await listed_grant(client, task_queue, grant_id)
+        assert (grant.tool, grant.approver, grant.scope) == ("probe_write", "alice", "deployment")
+        assert (grant.granted_in, grant.digest) == (first.id, pending.digest)
+        assert grant.expires_at == result.approval.expires_at
+        ignored = [e.message for e in result.events if e.kind is EventKind.SIGNAL_IGNORED]
+        assert ignored == ["approve from alice: the request was already decided"]
+
+        later = await start_call(client, task_queue, "probe_write", {"token": "t"})
+        used = await asyncio.wait_for(later.result(), 30)
+        assert used.status is CallStatus.COMPLETED
+        assert used.approval is not None
+        assert (used.approval.via, used.approval.grant_id) == ("grant", grant_id)
+        made = [
+            g.grant_id for g in await calls.grants(tool="probe_write") if g.granted_in == first.id
+        ]
+        assert made == [grant_id]
+        await calls.revoke_grant(grant_id, by="alice")
+    assert probes.runs == {"probe_write": 2}
+
+
+async def test_a_signal_that_remembers_beyond_the_deployments_limit_is_ignored(
+    client: Client, task_queue: str
+) -> None:
+    config = make_config(task_queue, approvers=GRANTS)
+    calls = ToolCallClient(client, task_queue=task_queue)
+    async with running_worker(client, config) as probes:
+        handle = await start_call(client, task_queue, "probe_write", {"token": "long"})
+        pending = await pending_approval(handle)
+        too_long = signal_decision(pending, approver="alice", remember=remember(7200))
+        parent_only = signal_decision(
+            pending, approver="alice", remember=remember(scope=GrantScope.PARENT)
+        )
+        await handle.signal(ToolCallWorkflow.approve, too_long)
+        await handle.signal(ToolCallWorkflow.approve, parent_only)
+        state = await wait_for(
+            handle,
+            lambda s: [e.kind for e in s.events].count(EventKind.SIGNAL_IGNORED) == 2,
+        )
+        # Refused like the update would be, but a signal has no caller to answer: the refusal
+        # is in the call's events, the call keeps waiting and no grant is made.
+        assert [e.message for e in state.events if e.kind is EventKind.SIGNAL_IGNORED] == [
+            "approve from alice: a grant may last at most 1:00:00, not 2:00:00",
+            "approve from alice: a grant for the parent workflow needs a call made by one",
+        ]
+        assert state.phase is Phase.AWAITING_APPROVAL
+        assert [g for g in await calls.grants() if g.granted_in == handle.id] == []
+        await handle.terminate("test over")
+    assert probes.runs == {}

@@ -46,6 +46,7 @@ def config(task_queue: str, **more: Any) -> Any:
             "probe_echo",
             "probe_write",
             "probe_method",
+            "probe_nap",
         ],
         profiles=PROFILES,
         **more,
@@ -56,6 +57,7 @@ def test_profiles_resolve_family_prefixes_and_refuse_unknown_entries(task_queue:
     catalog = build_catalog(config(task_queue), ALL_FAMILIES)
     assert catalog.settings.profiles["probes"] == [
         "probe_method",
+        "probe_nap",
         "probe_echo",
         "probe_write",
         "search_tools",
@@ -135,10 +137,16 @@ async def test_a_call_outside_its_profile_is_answered_as_an_unknown_tool(
 
 
 async def test_discovery_sees_only_what_the_call_may_use(client: Client, task_queue: str) -> None:
-    # The ceiling denies network.write outright; the request's policy denies probe_echo.
-    ceiling = {"rules": {"network.write": "deny"}, "default_effect": "allow"}
+    # The ceiling denies probe_write outright and network.write (probe_method can still GET);
+    # the request's policy denies probe_echo.
+    ceiling = {
+        "rules": {"network.write": "deny"},
+        "tools": {"probe_write": "deny"},
+        "default_effect": "allow",
+    }
     policy = CapabilityPolicy(tools={"probe_echo": Effect.DENY})
-    async with running_worker(client, config(task_queue, ceiling=ceiling)):
+    hidden = ("no_such_tool", "calculator", "probe_echo", "probe_write")
+    async with running_worker(client, config(task_queue, ceiling=ceiling)) as probes:
         found = await run_call(
             client, task_queue, "search_tools", {"query": "probe"}, profile="probes", policy=policy
         )
@@ -149,7 +157,7 @@ async def test_discovery_sees_only_what_the_call_may_use(client: Client, task_qu
             await run_call(
                 client, task_queue, "read_tool", {"name": name}, profile="probes", policy=policy
             )
-            for name in ("no_such_tool", "calculator", "probe_echo")
+            for name in hidden
         ]
         read = await run_call(
             client,
@@ -159,22 +167,23 @@ async def test_discovery_sees_only_what_the_call_may_use(client: Client, task_qu
             profile="probes",
             policy=policy,
         )
+        called = await run_call(client, task_queue, "probe_write", {"token": "t"}, profile="probes")
+        unknown = await run_call(client, task_queue, "no_such_tool", {}, profile="probes")
     assert found.status is CallStatus.COMPLETED, found.error
     assert found.output is not None
-    names = [item["name"] for item in found.output["items"]]
-    # probe_method can still GET (network.read); probe_echo is denied by the request.
-    assert "probe_method" in names
-    assert "probe_write" in names
-    assert "probe_echo" not in names
+    # probe_method can still GET (network.read); probe_nap reads; the others no call may use.
+    assert [item["name"] for item in found.output["items"]] == ["probe_method", "probe_nap"]
     assert in_math.output == {"items": [], "more_results": False}
-    # Unknown, outside the profile, denied by the policy: the same answer, save the name.
+    # Unknown, outside the profile, denied by the policy, denied by the ceiling: the same
+    # answer, save the name.
     messages = []
-    for name, answer in zip(("no_such_tool", "calculator", "probe_echo"), answers, strict=True):
+    for name, answer in zip(hidden, answers, strict=True):
         assert answer.status is CallStatus.FAILED
         assert answer.error is not None
         assert answer.error.code is ErrorCode.INVALID_ARGUMENTS
+        assert answer.error.fixable_args == ["name"]
         messages.append(answer.error.message.replace(name, "NAME"))
-    assert len(set(messages)) == 1
+    assert messages == ["read_tool: no tool named 'NAME' is available to this call"] * len(hidden)
     assert read.output is not None
     definition = read.output["definition"]
     assert (definition["type"], definition["name"], definition["strict"]) == (
@@ -182,6 +191,24 @@ async def test_discovery_sees_only_what_the_call_may_use(client: Client, task_qu
         "probe_method",
         True,
     )
+    # A direct call draws the line at the profile (docs/profiles.md says why): the ceiling-denied
+    # tool is one the profile names, so its call is denied with the rule, not answered as unknown,
+    # and the unknown tool's answer lists it among the profile's tools.
+    assert called.status is CallStatus.DENIED
+    assert called.error is not None
+    assert (called.error.code, called.error.message) == (
+        ErrorCode.POLICY_DENIED,
+        "probe_write: denied by policy: tool:probe_write: deny (deployment rule tool:probe_write)",
+    )
+    assert EventKind.APPROVAL_REQUESTED not in [e.kind for e in called.events]
+    assert unknown.status is CallStatus.FAILED
+    assert unknown.error is not None
+    assert (unknown.error.code, unknown.error.message) == (
+        ErrorCode.UNKNOWN_TOOL,
+        "unknown tool 'no_such_tool'; available: probe_method, probe_nap, probe_echo, "
+        "probe_write, search_tools, read_tool",
+    )
+    assert probes.runs == {}
 
 
 async def test_parents_and_applications_export_a_profile(client: Client, task_queue: str) -> None:

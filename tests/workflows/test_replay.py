@@ -23,11 +23,13 @@ from tests.support.tools import ALL_FAMILIES
 from toolcalls.activities.runtime import ToolRuntime
 from toolcalls.worker.config import build_catalog
 from toolcalls.worker.plugin import sandbox_runner
+from toolcalls.workflows.call.decisions import IDENTITY_PATCH
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.attest import ATTEST_PATCH
 from toolcalls.workflows.models.call import (
     WORKFLOW_NAME,
     CallStatus,
+    EventKind,
     ToolCallRequest,
     ToolCallResult,
 )
@@ -66,20 +68,57 @@ def test_recording_ends_with_its_status(name: str) -> None:
     assert result.status.value == EXPECTED_STATUS[name]
 
 
-@pytest.mark.parametrize("name", ATTESTED)
-def test_attested_recordings_take_the_attested_path(name: str) -> None:
-    """Recorded since approvals and grants are attested: the patch's marker, then the
-    ``toolcalls.attest`` local activity, are in them."""
+def _markers(name: str) -> list[tuple[str, dict[str, bytes]]]:
     markers = []
     for event in _load(HISTORIES / f"{name}.json").events:
         if event.HasField("marker_recorded_event_attributes"):
             attributes = event.marker_recorded_event_attributes
             details = {key: value.payloads[0].data for key, value in attributes.details.items()}
             markers.append((attributes.marker_name, details))
-    patches = [json.loads(d["patch-data"])["id"] for m, d in markers if m == "core_patch"]
+    return markers
+
+
+def _patches(name: str) -> list[str]:
+    return [json.loads(d["patch-data"])["id"] for m, d in _markers(name) if m == "core_patch"]
+
+
+def _result(name: str) -> ToolCallResult:
+    last = _load(HISTORIES / f"{name}.json").events[-1]
+    payload = last.workflow_execution_completed_event_attributes.result.payloads[0]
+    [result] = pydantic_data_converter.payload_converter.from_payloads([payload], [ToolCallResult])
+    assert isinstance(result, ToolCallResult)
+    return result
+
+
+@pytest.mark.parametrize("name", ATTESTED)
+def test_attested_recordings_take_the_attested_path(name: str) -> None:
+    """Recorded since approvals and grants are attested: the patch's marker, then the
+    ``toolcalls.attest`` local activity, are in them."""
+    markers = _markers(name)
+    patches = _patches(name)
     attest = b'"activity_type":"toolcalls.attest"'
     assert patches == [ATTEST_PATCH]
     assert len([d for m, d in markers if attest in d.get("data", b"")]) == 1
+
+
+def test_before_canonical_names_a_spelling_counted_as_a_second_approver() -> None:
+    """The old path, which still replays: ``Alice`` after ``alice`` ran the call."""
+    name = "identity_counted_twice_before_patch"
+    assert IDENTITY_PATCH not in _patches(name)
+    assert [r.approver for r in _result(name).approvals] == ["alice", "Alice"]
+
+
+def test_with_canonical_names_a_spelling_is_the_same_approver() -> None:
+    name = "identity_refused"
+    assert IDENTITY_PATCH in _patches(name)
+    result = _result(name)
+    assert [r.approver for r in result.approvals] == ["alice", "bob"]
+    ignored = [e.message for e in result.events if e.kind is EventKind.SIGNAL_IGNORED]
+    assert ignored == [
+        "approve from ALICE: 'alice' already approved this call",
+        "approve from alice\u200b: 'alice\\u200b': a name cannot hold the invisible character "
+        "U+200B (ZERO WIDTH SPACE)",
+    ]
 
 
 @workflow.defn(name=WORKFLOW_NAME, sandboxed=False)

@@ -99,8 +99,11 @@ def app(inbox: Inbox) -> Starlette:
         assert isinstance(exc, Refusal)
         return pages.refused(inbox, request, exc)
 
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return pages.refused(inbox, request, Refusal(404, f"there is no page {request.url.path}"))
+
     return Starlette(
         routes=routes,
         middleware=[Middleware(SecurityHeaders, hsts=inbox.secure)],
-        exception_handlers={Refusal: refused},
+        exception_handlers={Refusal: refused, 404: not_found},
     )

@@ -9,7 +9,9 @@ Independent of the HTTP framework, so each piece is tested on its own. The trust
   believed only from a ``trusted_proxies`` address (the TCP peer, never ``X-Forwarded-For``), and
   every other request is refused. A session cookie still carries the CSRF binding.
 - every form carries a CSRF token derived from the session; a POST without the right one is
-  refused. The name a decision records is always the identity found here, never a form field.
+  refused. The name a decision records is always the identity found here, never a form field,
+  and canonical (``toolcalls.workflows.rules.identities``): logging in as ``Alice`` is logging in
+  as ``alice``, and a proxy's name with an invisible character is refused.
 - **the client address** the login limits count is the TCP peer's, or, from one of the
   ``forwarded_proxies``, the rightmost ``X-Forwarded-For`` entry that is not such a proxy.
 """
@@ -30,6 +32,7 @@ from datetime import timedelta
 
 from toolcalls.worker.config import ConfigError
 from toolcalls.worker.inbox.settings import InboxSection, InboxUser, check_user_name
+from toolcalls.workflows.rules.identities import InvalidIdentity, canonical_identity
 
 MIN_SECRET_CHARS = 32
 MAX_PASSWORD_CHARS = 1024
@@ -155,7 +158,7 @@ class LoginLimiter:
         let through counts as failed until ``succeeded`` says otherwise, so that parallel
         attempts cannot outrun the count while their passwords are checked."""
         for key, limit, what in (
-            (("user", username.casefold()), self.per_user, "for this user"),
+            (("user", _user_key(username)), self.per_user, "for this user"),
             (("address", address), self.per_address, "from this address"),
         ):
             wait = self._wait(key, limit)
@@ -164,7 +167,7 @@ class LoginLimiter:
                 unit = "minute" if minutes == 1 else "minutes"
                 return f"too many failed logins {what}; try again in {minutes} {unit}"
         now = self.clock()
-        for key in (("user", username.casefold()), ("address", address)):
+        for key in (("user", _user_key(username)), ("address", address)):
             self._counters.setdefault(key, _Counter()).failures.append(now)
             self._counters[key] = self._counters.pop(key)  # the newest last
         while len(self._counters) > MAX_TRACKED:
@@ -174,10 +177,18 @@ class LoginLimiter:
     def succeeded(self, username: str, address: str) -> None:
         """The attempt let through last was right: the user's failures are forgotten, and the
         address is not charged for it."""
-        self._counters.pop(("user", username.casefold()), None)
+        self._counters.pop(("user", _user_key(username)), None)
         counter = self._counters.get(("address", address))
         if counter is not None and counter.failures:
             counter.failures.pop()
+
+
+def _user_key(username: str) -> str:
+    """The name a user's failed logins are counted under: each spelling of one name is one."""
+    try:
+        return canonical_identity(username)
+    except InvalidIdentity:
+        return username.casefold()
 
 
 def _b64(data: bytes) -> str:
@@ -348,7 +359,10 @@ def proxy_identity(section: InboxSection, address: str | None, values: Sequence[
         raise Refusal(403, "this inbox is served only through its authenticating proxy")
     if len(values) > 1:
         raise Refusal(400, f"the request names more than one user ({section.proxy_header})")
-    name = values[0].strip() if values else ""
+    try:
+        name = canonical_identity(values[0]) if values else ""
+    except InvalidIdentity as exc:
+        raise Refusal(403, f"{section.proxy_header}: {exc}") from None
     if not name:
         raise Refusal(401, f"the proxy named no user ({section.proxy_header})")
     try:

@@ -199,7 +199,8 @@ class Inbox:
         return response
 
     def message(self, viewer: Viewer | None, status: int, heading: str, text: str) -> Response:
-        return self.page(viewer, "message.html", {"heading": heading, "text": text}, status=status)
+        context = {"heading": heading, "text": text, "password_login": not self.section.proxied}
+        return self.page(viewer, "message.html", context, status=status)
 
     def set_session(self, response: Response, value: str) -> None:
         response.set_cookie(

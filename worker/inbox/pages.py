@@ -17,17 +17,22 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from temporalio.client import WorkflowQueryFailedError
+from temporalio.client import (
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowQueryFailedError,
+)
 from temporalio.service import RPCError, RPCStatusCode
 
-from toolcalls.worker.inbox import rendering
+from toolcalls.worker.inbox import rendering, words
 from toolcalls.worker.inbox.auth import Refusal
 from toolcalls.worker.inbox.base import Inbox, Viewer
 from toolcalls.worker.payloads.codec import PayloadKeyError
 from toolcalls.worker.payloads.storage import PayloadStoreError
 from toolcalls.worker.render import when
 from toolcalls.workflows.models.approval import ApprovalRequest, GrantScope
-from toolcalls.workflows.models.call import ToolCallResult
+from toolcalls.workflows.models.call import MEMO_METADATA, ToolCallResult
+from toolcalls.workflows.models.views import finished_state, metadata_of
 from toolcalls.workflows.reach.client import CallView, FinishedCall, PendingCall
 
 if TYPE_CHECKING:
@@ -64,12 +69,18 @@ HEADINGS = {
 
 
 def refused(inbox: Inbox, request: Request, refusal: Refusal) -> Response:
+    """The page (or, under ``/api/``, the JSON) saying why a request was refused; it keeps the
+    frame of the signed-in person's pages, and offers a login only to nobody signed in."""
     from starlette.responses import JSONResponse
 
     if request.url.path.startswith("/api/"):
         return JSONResponse({"error": refusal.reason}, refusal.status)
     heading = HEADINGS.get(refusal.status, "Refused")
-    return inbox.message(None, refusal.status, heading, refusal.reason)
+    try:
+        viewer = inbox.viewer(request)
+    except Refusal:  # a request the proxy rules refuse is nobody's
+        viewer = None
+    return inbox.message(viewer, refusal.status, heading, refusal.reason)
 
 
 async def health(inbox: Inbox, request: Request) -> Response:
@@ -214,29 +225,69 @@ def _arguments(pending: ApprovalRequest | None) -> str:
     return rendering.pretty(pending.arguments) if pending else ""
 
 
+async def _run(inbox: Inbox, workflow_id: str, run_id: str) -> CallView:
+    """One run of ``workflow_id``: its recorded result once it has ended, else the call as it is.
+
+    Raises:
+        Refusal: no such run (404), a run that ended without a call's result (404), Temporal
+            unreachable (503).
+    """
+    handle = inbox.calls.client.get_workflow_handle(workflow_id, run_id=run_id)
+    try:
+        description = await handle.describe()
+        if description.status is WorkflowExecutionStatus.RUNNING:
+            return await _status(inbox, workflow_id)
+        finished = FinishedCall(workflow_id, run_id, "", description.close_time)
+        result = await _result(inbox, finished, asyncio.Semaphore(1))
+    except RPCError as exc:
+        if exc.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT):
+            raise Refusal(404, f"no run {run_id} of {workflow_id}") from None
+        raise Refusal(503, f"cannot read {workflow_id}: {exc.message}") from None
+    except WorkflowFailureError:
+        result = None
+    except (PayloadKeyError, PayloadStoreError) as exc:
+        raise Refusal(500, f"cannot read {workflow_id}: {exc}") from None
+    if result is None:
+        raise Refusal(404, f"run {run_id} of {workflow_id} ended without a call's result")
+    return CallView(
+        finished_state(result),
+        live=False,
+        running=False,
+        history_events=[],
+        parent_id=description.parent_id,
+        metadata=metadata_of(await description.memo_value(MEMO_METADATA, None)),
+    )
+
+
 async def call_page(
     inbox: Inbox,
     viewer: Viewer,
     workflow_id: str,
     *,
+    run_id: str | None = None,
     notice: str | None = None,
     error: str | None = None,
     editing: bool = False,
     edit_text: str | None = None,
     status: int = 200,
 ) -> Response:
-    """A call's page, with what became of an action (``notice``) or why it failed (``error``)."""
-    view = await _status(inbox, workflow_id)
+    """A call's page, with what became of an action (``notice``) or why it failed (``error``);
+    with ``run_id``, that run's (a run that has ended never changes, so it is not watched)."""
+    view = await (_run(inbox, workflow_id, run_id) if run_id else _status(inbox, workflow_id))
     state = view.state
     pending, result = state.pending_approval, state.result
     decide = pending is not None and rendering.can_decide(viewer.identity.name, pending)
     now = inbox.now()
+    settled = run_id is not None and not view.running
     scopes = [(GrantScope.DEPLOYMENT.value, "of any workflow of this deployment")]
     if view.parent_id is not None:
         scopes.insert(0, (GrantScope.PARENT.value, f"made by {view.parent_id}"))
     context = {
         "view": view,
         "state": state,
+        "short_id": words.short_id(workflow_id),
+        "asked_by": words.asked_by(view.parent_id, view.metadata),
+        "why": [words.reason(text) for text in pending.reasons] if pending else [],
         "pending": pending,
         "question": state.pending_question,
         "result": result,
@@ -256,7 +307,7 @@ async def call_page(
         "expiry": lambda moment: rendering.expiry(moment, now),
         "notice": notice,
         "error": error,
-        "watch": "/api/calls/" + quote(workflow_id, safe="/"),
+        "watch": None if settled else "/api/calls/" + quote(workflow_id, safe="/"),
         "version": call_version(view),
     }
     return inbox.page(viewer, "call.html", context, status=status)
@@ -271,6 +322,7 @@ async def call(inbox: Inbox, request: Request) -> Response:
         inbox,
         viewer,
         request.path_params["workflow_id"],
+        run_id=query.get("run") or None,
         notice=NOTICES.get(query.get("done") or ""),
         editing=query.get("edit") == "1",
     )
@@ -279,6 +331,8 @@ async def call(inbox: Inbox, request: Request) -> Response:
 @dataclass(frozen=True)
 class RecentRow:
     workflow_id: str
+    run_id: str
+    short_id: str
     tool: str
     closed: str
     status: str
@@ -325,6 +379,8 @@ async def recent(inbox: Inbox, request: Request) -> Response:
             rows.append(
                 RecentRow(
                     workflow_id=call.workflow_id,
+                    run_id=call.run_id,
+                    short_id=words.short_id(call.workflow_id),
                     tool=result.tool,
                     closed=when(call.closed_at or result.finished_at),
                     status=result.status.value,

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from toolcalls.activities.processes.code_env import loads_code
+from toolcalls.worker.inbox import words
 from toolcalls.worker.render import elapsed, may_decide, preview_line, when
 from toolcalls.workflows.models.approval import ApprovalRecord, ApprovalRequest, PreviewArtifact
 from toolcalls.workflows.models.call import CallEvent, EventKind, ToolCallResult
@@ -306,9 +307,11 @@ class ListedCall:
     """One row of the pending list."""
 
     workflow_id: str
+    short_id: str
     tool: str
     capabilities: list[str]
     parent: str
+    asked_by: str
     waiting_for: str
     age: str
     expires: str
@@ -340,9 +343,11 @@ def listed(call: PendingCall, name: str, now: datetime) -> ListedCall:
         asked = call.question.asked_at
     return ListedCall(
         workflow_id=call.workflow_id,
+        short_id=words.short_id(call.workflow_id),
         tool=call.tool,
         capabilities=call.capabilities,
         parent=call.parent_id or "-",
+        asked_by=words.asked_by(call.parent_id, call.metadata),
         waiting_for="approval" if call.approval is not None else "answer",
         age=age(asked or call.started_at, now),
         expires=expiry(waiting.expires_at if waiting else None, now),

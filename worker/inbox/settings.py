@@ -19,6 +19,7 @@ from toolcalls.activities.network.http_paths import check_env_name
 from toolcalls.worker.payloads.settings import is_loopback
 from toolcalls.workflows.models.approval import MAX_APPROVER_CHARS
 from toolcalls.workflows.rules.approvers import ApproversSettings
+from toolcalls.workflows.rules.identities import InvalidIdentity, canonical_identity, canonical_name
 
 DEFAULT_LISTEN = "127.0.0.1:8234"
 DEFAULT_SESSION_HOURS = 8.0
@@ -71,7 +72,8 @@ class InboxUser(_Section):
     @field_validator("name")
     @classmethod
     def _name(cls, name: str) -> str:
-        return check_user_name(name)
+        # Written as decisions record it: the login form and the proxy canonicalise too.
+        return canonical_name(check_user_name(name))
 
     @field_validator("password_hash")
     @classmethod
@@ -163,7 +165,12 @@ class InboxSection(_Section):
         return is_loopback(self.listen)
 
     def user(self, name: str) -> InboxUser | None:
-        return next((user for user in self.users if user.name == name), None)
+        """The account ``name`` names, however it is spelled (``Alice `` is ``alice``)."""
+        try:
+            canonical = canonical_identity(name)
+        except InvalidIdentity:
+            return None
+        return next((user for user in self.users if user.name == canonical), None)
 
     def can_sign_in(self) -> bool:
         """Whether anyone could sign in: a proxy, or a user with a password hash."""

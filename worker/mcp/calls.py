@@ -35,7 +35,11 @@ from toolcalls.workflows.models.call import ErrorCode, ToolCallRequest, ToolCall
 from toolcalls.workflows.reach.client import CallConflict, PayloadTooLarge, Started
 
 META_FRONT = {"front": "mcp"}
-"""``ToolCallRequest.metadata`` of every call started here, for correlation in history."""
+"""``ToolCallRequest.metadata`` of every call started here, for correlation in history; beside it
+``mcp_user`` (the identity the server is configured with) and ``mcp_client`` (the name the client
+gave in ``clientInfo``), which the inbox shows as who asked."""
+MAX_CLIENT_NAME_CHARS = 200
+"""A client's name is its own claim: it is kept to this many characters."""
 
 log = logging.getLogger("toolcalls.mcp")
 
@@ -58,6 +62,9 @@ async def call_tool(
     metadata = dict(META_FRONT)
     if front.identity:
         metadata["mcp_user"] = front.identity
+    client = client_name(ctx)
+    if client:
+        metadata["mcp_client"] = client
     request = ToolCallRequest(
         tool=params.name,
         arguments=params.arguments or {},
@@ -147,6 +154,17 @@ async def _wait(follower: Follower, started: Started) -> ToolCallResult | str | 
         assert follower.needed is not None
         return follower.needed
     return outcome
+
+
+def client_name(ctx: Any) -> str:
+    """The name the client gave in ``clientInfo`` (``initialize``, or the request's envelope on
+    2026-07-28), or ``""`` when it gave none."""
+    params = getattr(ctx.session, "client_params", None)
+    info = getattr(params, "client_info", None)
+    name = getattr(info, "name", None)
+    if not isinstance(name, str):
+        return ""
+    return " ".join(name.split())[:MAX_CLIENT_NAME_CHARS]
 
 
 def peer_cancelled(ctx: Any) -> bool:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolcalls.activities.network.http_paths import check_env_name
 from toolcalls.workflows.models.approval import MAX_APPROVER_CHARS
+from toolcalls.workflows.rules.identities import canonical_name
 
 DEFAULT_LISTEN = "127.0.0.1:8765"
 DEFAULT_TOKEN_ENV = "TOOLCALLS_MCP_TOKEN"
@@ -28,12 +29,18 @@ class McpSection(BaseModel):
     user: str | None = Field(default=None, min_length=1, max_length=MAX_APPROVER_CHARS)
     """The MCP user's name: the responder of answers and the approver of decisions given
     through the client. Over HTTP it is the name bound to the token; over stdio it defaults to
-    the local user (like ``toolcalls approve --by``)."""
+    the local user (like ``toolcalls approve --by``). Written canonically (``alice``, not
+    ``Alice``), as decisions record it."""
     profile: str | None = None
     """Offer only this deployment profile's tools and hold every call to it (``--profile``)."""
     approve_via_elicitation: bool = False
     """Let the MCP user approve or deny their own calls in the client (elicitation), within what
     ``[approvers]`` allows them; off: approvals come from the inbox, the CLI or an application."""
+
+    @field_validator("user")
+    @classmethod
+    def _user(cls, name: str | None) -> str | None:
+        return None if name is None else canonical_name(name, "user")
 
     @field_validator("token_env")
     @classmethod

@@ -25,6 +25,8 @@ DEFAULT_STORED_RESULT_BYTES = 16 * 1024 * 1024
 """What a tool's result may reach when a store is configured and ``max_result_bytes`` is not."""
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ORIGIN = re.compile(r"https?://[^/\s?#]+")
+_WILDCARDS = ("", "0.0.0.0", "::")
+"""Listen addresses meaning every interface: not where a browser connects to."""
 
 
 class _Section(BaseModel):
@@ -106,6 +108,21 @@ class CodecSection(_Section):
     @property
     def enabled(self) -> bool:
         return self.keys_env is not None or self.keys_file is not None
+
+    @property
+    def server_url(self) -> str | None:
+        """Where a browser on this host reaches ``toolcalls codec-server`` (the Temporal UI's
+        codec endpoint): ``http://`` and its ``listen``, a wildcard address made loopback;
+        ``None`` without keys or a ``[codec.server]`` section."""
+        if not self.enabled or self.server is None:
+            return None
+        host, _, port = self.server.listen.rpartition(":")
+        bare = host.strip("[]")
+        if bare in _WILDCARDS:
+            host = "[::1]" if ":" in bare else "127.0.0.1"
+        elif ":" in bare:
+            host = f"[{bare}]"
+        return f"http://{host}:{port}"
 
 
 class Store(StrEnum):

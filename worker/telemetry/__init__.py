@@ -2,8 +2,10 @@
 
 ``settings`` (the ``[telemetry]`` section, ``log_format``), ``logs`` (the JSON formatter),
 ``tracing`` (the SDK's OpenTelemetry interceptor and the ``OTEL_*`` exporters, with the ``otel``
-extra), ``endpoint`` (the SDK's runtime metrics and the ``/metrics``, ``/healthz``, ``/readyz``
-listener). The metrics themselves are recorded where they happen:
+extra), ``runtime`` (the worker's Temporal runtime: the metrics' service name, core's log lines
+in Python's logging), ``endpoint`` (the SDK's runtime metrics and the ``/metrics``, ``/healthz``,
+``/readyz`` listener), ``counters`` (the counters made at zero when the worker connects). The
+metrics themselves are recorded where they happen:
 ``toolcalls.workflows.call.telemetry`` and ``toolcalls.activities.telemetry``;
 docs/observability.md lists them all.
 """

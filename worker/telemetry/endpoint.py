@@ -4,8 +4,10 @@ The SDK's own Prometheus exporter (``temporalio.runtime.PrometheusConfig``) serv
 and nothing else: it has no way to add a path. So that Kubernetes probes and Prometheus share one
 port, the SDK's exporter listens on a loopback port of its own chosen at start, and this listener,
 on the configured ``HOST:PORT``, answers the probes itself and forwards ``/metrics`` to it. The
-exposition is the SDK's, unchanged: its runtime metrics (``temporal_*``) and ours (``toolcalls_*``,
-recorded through the SDK's workflow and activity meters).
+exposition is the SDK's, its runtime metrics (``temporal_*``) and ours (``toolcalls_*``, recorded
+through the SDK's workflow and activity meters), with one correction: the SDK's exporter appends
+``_total`` to every counter's name, also to a counter already named so
+(``temporal_local_activity_total`` would be ``..._total_total``), and the listener drops the second.
 
 ``/healthz`` answers 200 while the process runs. ``/readyz`` answers 200 once the worker polls
 and the Temporal frontend answers its health check, 503 before that, while shutting down and when
@@ -17,14 +19,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import socket
 from datetime import timedelta
 
 from temporalio.client import Client
-from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+from temporalio.runtime import PrometheusConfig, Runtime
 from temporalio.worker import Worker
 
 from toolcalls.activities.telemetry import TOOL_DURATION, TOOL_DURATION_BUCKETS
+from toolcalls.worker.telemetry.runtime import worker_runtime
+from toolcalls.worker.telemetry.settings import TelemetrySection
 from toolcalls.workflows.call.telemetry import APPROVAL_WAIT, APPROVAL_WAIT_BUCKETS
 
 log = logging.getLogger("toolcalls.telemetry")
@@ -37,12 +42,18 @@ REQUEST_TIMEOUT = 10.0
 MAX_HEADER_LINES = 100
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 BUCKETS = {APPROVAL_WAIT: APPROVAL_WAIT_BUCKETS, TOOL_DURATION: TOOL_DURATION_BUCKETS}
+_DOUBLE_TOTAL = re.compile(
+    rb"^(# (?:HELP|TYPE) )?([a-zA-Z_:][a-zA-Z0-9_:]*)_total_total(?=[ {])", re.M
+)
+"""A metric name in an exposition's comment or sample line, with the suffix twice."""
 
 
-def metrics_runtime() -> tuple[Runtime, int]:
+def metrics_runtime(section: TelemetrySection) -> tuple[Runtime, int]:
     """A Temporal runtime whose metrics the SDK serves on a loopback port; the port.
 
-    Counters end in ``_total`` and durations are in seconds, as Prometheus names them.
+    Counters end in ``_total`` and durations are in seconds, as Prometheus names them; every
+    metric carries ``service_name``, and core's log lines go to Python's logging
+    (``worker_runtime``).
 
     Raises:
         OSError: no loopback port could be bound.
@@ -56,7 +67,7 @@ def metrics_runtime() -> tuple[Runtime, int]:
             histogram_bucket_overrides={name: list(b) for name, b in BUCKETS.items()},
         )
         try:
-            return Runtime(telemetry=TelemetryConfig(metrics=config)), port
+            return worker_runtime(section, config), port
         except ValueError as exc:  # the port was taken between the check and the bind
             if attempt == BIND_ATTEMPTS - 1:
                 raise OSError(f"cannot serve the SDK's metrics on loopback: {exc}") from None
@@ -143,7 +154,7 @@ class MetricsEndpoint:
             except (OSError, TimeoutError, ValueError) as exc:
                 log.warning("cannot read the SDK's metrics on port %s: %s", self.metrics_port, exc)
                 return 502, "text/plain", b"metrics unavailable\n"
-            return 200, PROMETHEUS_TEXT, body
+            return 200, PROMETHEUS_TEXT, single_total(body)
         return 404, "text/plain", b"not found: /metrics, /healthz, /readyz\n"
 
 
@@ -173,6 +184,11 @@ async def _scrape(port: int) -> bytes:
     if not head.startswith(b"HTTP/1.") or head.split(b" ", 2)[1:2] != [b"200"]:
         raise ValueError(f"unexpected answer {head[:40]!r}")
     return body
+
+
+def single_total(exposition: bytes) -> bytes:
+    """``exposition`` with every ``*_total_total`` metric name ending in one ``_total``."""
+    return _DOUBLE_TOTAL.sub(rb"\1\2_total", exposition)
 
 
 def _free_port() -> int:

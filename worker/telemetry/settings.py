@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 DEFAULT_PROMETHEUS = "127.0.0.1:9464"
 """The port OpenTelemetry's Prometheus exporter uses by convention."""
+DEFAULT_SERVICE_NAME = "toolcalls"
+MAX_SERVICE_NAME = 100
 
 
 class LogFormat(StrEnum):
@@ -24,6 +26,10 @@ class TelemetrySection(BaseModel):
     prometheus: str | None = None
     """``HOST:PORT`` serving ``/metrics`` (Prometheus), ``/healthz`` and ``/readyz``; none by
     default. ``toolcalls worker --metrics HOST:PORT`` beats it."""
+    service_name: str = Field(
+        default=DEFAULT_SERVICE_NAME, min_length=1, max_length=MAX_SERVICE_NAME
+    )
+    """The ``service_name`` label on every metric (the SDK's runtime metrics included)."""
 
     @field_validator("prometheus")
     @classmethod

@@ -1,12 +1,13 @@
 """Traces: the SDK's OpenTelemetry ``TracingInterceptor`` and exporters from ``OTEL_*``.
 
 Tracing is on when the standard variables name an exporter: ``OTEL_TRACES_EXPORTER`` (``otlp``,
-``console``; ``none`` turns it off) or an OTLP endpoint (``OTEL_EXPORTER_OTLP_ENDPOINT``,
-``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``); ``OTEL_SDK_DISABLED=true`` turns it off. Nothing is
-exported otherwise. The OTLP exporter reads its own variables (endpoint, headers, certificates,
-``OTEL_EXPORTER_OTLP_PROTOCOL``: ``grpc``, the default, or ``http/protobuf``);
-``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES`` name the process. All of it needs the
-``otel`` extra (``opentelemetry-sdk``, ``opentelemetry-exporter-otlp``).
+``console``, which writes to stderr; ``none`` turns it off) or an OTLP endpoint
+(``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``);
+``OTEL_SDK_DISABLED=true`` turns it off. Nothing is exported otherwise. The OTLP exporter reads
+its own variables (endpoint, headers, certificates, ``OTEL_EXPORTER_OTLP_PROTOCOL``: ``grpc``,
+the default, or ``http/protobuf``); ``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES`` name
+the process. All of it needs the ``otel`` extra (``opentelemetry-sdk``,
+``opentelemetry-exporter-otlp``).
 
 A process keeps one tracer provider (OpenTelemetry's global one: an application that set its own
 keeps it) and one interceptor, so a client and the worker built from it never trace twice.
@@ -14,6 +15,7 @@ keeps it) and one interceptor, so a client and the worker built from it never tr
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -115,7 +117,8 @@ def _exporter(name: str, environ: Mapping[str, str]) -> Any:
     if name == "console":
         from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
-        return ConsoleSpanExporter()
+        # Standard output is the commands' (``--json``): spans go with the log lines.
+        return ConsoleSpanExporter(out=sys.stderr)
     if name != "otlp":
         raise TracingUnavailable(
             f"OTEL_TRACES_EXPORTER: unknown exporter {name!r}: use otlp or console"

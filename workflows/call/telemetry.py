@@ -18,11 +18,12 @@ Nothing here adds a command to history: the recorded histories replay unchanged.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
+from temporalio.common import MetricMeter
 
 from toolcalls.workflows.models.approval import ApprovalRecord
 from toolcalls.workflows.models.call import CallPlan, ErrorCode, PlanOutcome, ToolCallResult
@@ -181,6 +182,19 @@ def call_ended(result: ToolCallResult, *, known: bool) -> None:
             "error_code": code.value if code is not None else None,
         },
     )
+
+
+def errors_at_zero(meter: MetricMeter, tools: Iterable[str]) -> None:
+    """Put ``CALL_ERRORS`` at zero for each of ``tools`` and each code a call of a tool the
+    deployment has can end with, so that the series exist before the first error (and a rule on
+    their increase sees it). Outside workflow code: ``meter`` is the worker's runtime meter with
+    the labels ``workflow.metric_meter()`` adds (``namespace``, ``task_queue``,
+    ``workflow_type``), so that each is the series a call later counts in."""
+    counter = meter.create_counter(CALL_ERRORS, _COUNTERS[CALL_ERRORS])
+    for tool in tools:
+        for code in ErrorCode:
+            if code is not ErrorCode.UNKNOWN_TOOL:  # such a call's label is ``unknown``
+                counter.add(0, {"tool": tool, "code": code.value})
 
 
 def _count(name: str, labels: Mapping[str, str]) -> None:

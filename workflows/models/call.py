@@ -57,6 +57,9 @@ SEARCH_ATTRIBUTES = (
 )
 MEMO_PENDING_APPROVAL = "pending_approval"
 MEMO_PENDING_QUESTION = "pending_question"
+MEMO_METADATA = "request_metadata"
+"""The request's ``metadata``, set by ``ToolCallClient`` when it starts the call (never by the
+workflow), so a list of waiting calls can say who asked without reading each history."""
 
 
 def prepare_activity_name(tool: str) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, TypeVar
@@ -33,6 +35,8 @@ __all__ = [
     "PendingPage",
     "Started",
     "finished_state",
+    "memo_metadata",
+    "metadata_of",
     "model_or_none",
 ]
 
@@ -90,6 +94,9 @@ class PendingCall:
     inline: bool = False
     """Whether the call runs inside its parent (``ToolCalls(inline=True)``), not as a workflow of
     its own: its id names no workflow, and decisions reach it through the parent."""
+    metadata: dict[str, str] = field(default_factory=dict)
+    """The request's ``metadata`` as ``ToolCallClient`` recorded it at the start (empty for a
+    call started otherwise): an MCP call's client and user, say."""
 
     @property
     def expires_at(self) -> datetime | None:
@@ -119,6 +126,9 @@ class CallView:
     """Without a worker: the history's event types, so the log is not lost."""
     parent_id: str | None = None
     """The workflow that started the call (a ``ToolCalls`` parent), if one did."""
+    metadata: dict[str, str] = field(default_factory=dict)
+    """The request's ``metadata`` as ``ToolCallClient`` recorded it at the start (see
+    ``PendingCall.metadata``)."""
 
 
 @dataclass(frozen=True)
@@ -144,6 +154,24 @@ class Started:
 
 class CallConflict(ValueError):
     """The workflow id already names another call (another tool or other arguments)."""
+
+
+MAX_MEMO_METADATA_CHARS = 4096
+"""A request's metadata is recorded in the memo only up to this size (the request keeps it all)."""
+
+
+def memo_metadata(metadata: Mapping[str, str]) -> dict[str, str] | None:
+    """The metadata to record in a call's memo, or ``None`` when it is empty or too large."""
+    if not metadata or len(json.dumps(dict(metadata))) > MAX_MEMO_METADATA_CHARS:
+        return None
+    return dict(metadata)
+
+
+def metadata_of(value: Any) -> dict[str, str]:
+    """Metadata read back from a memo; anything else there (another writer's) reads as none."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(key): item for key, item in value.items() if isinstance(item, str)}
 
 
 def model_or_none(model: type[_M], value: Any) -> _M | None:

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
 import uuid
+import zlib
 from datetime import timedelta
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
-    WorkflowExecution,
     WorkflowExecutionDescription,
     WorkflowExecutionStatus,
 )
@@ -37,6 +38,7 @@ from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.approval import ApprovalRequest
 from toolcalls.workflows.models.call import (
     DEFAULT_TASK_QUEUE,
+    MEMO_METADATA,
     MEMO_PENDING_APPROVAL,
     MEMO_PENDING_QUESTION,
     SEARCH_CAPABILITIES,
@@ -66,6 +68,8 @@ from toolcalls.workflows.models.views import (
     PendingPage,
     Started,
     finished_state,
+    memo_metadata,
+    metadata_of,
     model_or_none,
 )
 from toolcalls.workflows.reach.client_base import (
@@ -75,15 +79,16 @@ from toolcalls.workflows.reach.client_base import (
     pydantic_converter,
     with_pydantic_converter,
 )
-from toolcalls.workflows.reach.client_inline import pending_calls
 from toolcalls.workflows.reach.finished import list_finished
 from toolcalls.workflows.reach.grant_client import list_grants, revoke_grant
+from toolcalls.workflows.reach.waiting import waiting_calls
 
 PLAN_WAIT = timedelta(seconds=30)
 """How long ``planned`` waits for a worker that serves the call to plan it."""
 DEFINITIONS_WAIT = timedelta(seconds=30)
 """How long ``definitions`` waits for a worker of the deployment to answer."""
 PLAN_POLL_SECONDS = 0.2
+DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1_000
 WAITING_CALLS = (
     f'WorkflowType = "{WORKFLOW_NAME}" AND '
@@ -93,8 +98,9 @@ WAITING_CALLS = (
 WAITING_PARENTS = f"{SEARCH_INLINE_WAITING.name} > 0"
 """Parents whose inline calls wait for a human (the memo lists them)."""
 PENDING_QUERY = f'ExecutionStatus = "Running" AND (({WAITING_CALLS}) OR {WAITING_PARENTS})'
-PAGE_TOKEN_TAG = b"toolcalls-pending:1:"
-"""Begins a ``pending_page`` token that carries the listing's total before the server's token."""
+PAGE_TOKEN_TAG = b"toolcalls-pending:2:"
+"""Begins a ``pending_page`` token: then the listing's total, a checksum of the server's token
+and the server's token itself."""
 
 
 __all__ = [
@@ -105,6 +111,7 @@ __all__ = [
     "FinishedCall",
     "NoPendingRequest",
     "Outcome",
+    "PageTokenError",
     "PayloadTooLarge",
     "PendingCall",
     "PendingPage",
@@ -159,6 +166,7 @@ class ToolCallClient(ClientBase):
         """
         await check_request(self.client.data_converter, request)
         workflow_id = workflow_id or f"toolcall-{request.call_id or uuid.uuid4()}"
+        metadata = memo_metadata(request.metadata)
         try:
             handle = await self.client.start_workflow(
                 ToolCallWorkflow.run,
@@ -166,6 +174,7 @@ class ToolCallClient(ClientBase):
                 id=workflow_id,
                 task_queue=self.task_queue,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                memo={MEMO_METADATA: metadata} if metadata is not None else None,
                 search_attributes=TypedSearchAttributes(
                     [
                         SearchAttributePair(SEARCH_STATUS, Phase.PLANNING.value),
@@ -236,7 +245,7 @@ class ToolCallClient(ClientBase):
         calls are listed from their parent's memo, at the parent's place in the order."""
         found: list[PendingCall] = []
         async for execution in self.client.list_workflows(PENDING_QUERY, limit=limit):
-            found += await _pending_calls(execution)
+            found += await waiting_calls(execution)
             if len(found) >= limit:
                 break
         return found[:limit]
@@ -253,7 +262,7 @@ class ToolCallClient(ClientBase):
         return await handle.result()
 
     async def pending_page(
-        self, *, page_size: int = 100, page_token: str | None = None
+        self, *, page_size: int = DEFAULT_PAGE_SIZE, page_token: str | None = None
     ) -> PendingPage:
         """One page of the calls waiting for a human, with how many wait in all and the token of
         the next page (``None`` on the last). A page holds ``page_size`` workflows: a parent
@@ -263,7 +272,12 @@ class ToolCallClient(ClientBase):
         The total is counted for the first page and carried by the tokens of the pages after it:
         a count reads every waiting call, so counting for each page would make listing them all
         cost the square of their number. A page read with a token shows the total as it was when
-        the listing began."""
+        the listing began.
+
+        Raises:
+            ValueError: ``page_size`` is not 1-1000.
+            PageTokenError: ``page_token`` is not one a page gave (nothing reaches the server).
+        """
         if not 1 <= page_size <= MAX_PAGE_SIZE:
             raise ValueError(f"page_size must be 1-{MAX_PAGE_SIZE}")
         token, total = _read_page_token(page_token) if page_token else (None, None)
@@ -271,7 +285,7 @@ class ToolCallClient(ClientBase):
             PENDING_QUERY, page_size=page_size, next_page_token=token
         )
         await listing.fetch_next_page()
-        calls = [c for e in listing.current_page or [] for c in await _pending_calls(e)]
+        calls = [c for e in listing.current_page or [] for c in await waiting_calls(e)]
         if total is None:
             total = await self._waiting_total()
         following = listing.next_page_token
@@ -306,11 +320,17 @@ class ToolCallClient(ClientBase):
                 running=False,
                 history_events=[],
                 parent_id=description.parent_id,
+                metadata=await _metadata(description),
             )
         state = await self._live_state(handle, description) if running else None
         if state is not None:
             return CallView(
-                state, live=True, running=True, history_events=[], parent_id=description.parent_id
+                state,
+                live=True,
+                running=True,
+                history_events=[],
+                parent_id=description.parent_id,
+                metadata=await _metadata(description),
             )
         return await self._from_history(handle, description, running)
 
@@ -346,6 +366,7 @@ class ToolCallClient(ClientBase):
             running=running,
             history_events=names,
             parent_id=description.parent_id,
+            metadata=request.metadata,
         )
 
     async def definitions(
@@ -370,45 +391,42 @@ class ToolCallClient(ClientBase):
         await revoke_grant(self.client, grant_id, Revocation(by=by, reason=reason))
 
 
+class PageTokenError(ValueError):
+    """A ``page_token`` that no ``pending_page`` gave, or a damaged copy of one."""
+
+
 def _page_token(server_token: bytes, total: int) -> str:
-    """The next page's token: the server's, with the total counted for the first page."""
-    return base64.urlsafe_b64encode(PAGE_TOKEN_TAG + f"{total}:".encode() + server_token).decode()
+    """The next page's token: the server's, with the total counted for the first page and a
+    checksum that lets a damaged copy be refused before the server sees it."""
+    head = f"{total}:{zlib.crc32(server_token):08x}:".encode()
+    return base64.urlsafe_b64encode(PAGE_TOKEN_TAG + head + server_token).decode()
 
 
-def _read_page_token(page_token: str) -> tuple[bytes, int | None]:
-    """The server's token and the carried total (``None`` for a token without one).
+def _read_page_token(page_token: str) -> tuple[bytes, int]:
+    """The server's token and the carried total.
+
+    Only a token ``pending_page`` gave is sent to the server: it answers anything else (a typo, a
+    truncated copy) with an internal error that the client retries for seconds.
 
     Raises:
-        ValueError: the token is not base64 or its total is not a number.
+        PageTokenError: the token is not one that ``pending_page`` returned, or it was damaged.
     """
-    raw = base64.urlsafe_b64decode(page_token.encode())
-    if not raw.startswith(PAGE_TOKEN_TAG):
-        return raw, None
-    total, _, server_token = raw[len(PAGE_TOKEN_TAG) :].partition(b":")
+    try:
+        raw = base64.b64decode(page_token.encode(), altchars=b"-_", validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    total, _, rest = raw.removeprefix(PAGE_TOKEN_TAG).partition(b":")
+    checksum, _, server_token = rest.partition(b":")
+    if not (
+        raw.startswith(PAGE_TOKEN_TAG)
+        and total.isdigit()
+        and server_token
+        and checksum == f"{zlib.crc32(server_token):08x}".encode()
+    ):
+        raise PageTokenError("not a token a previous page gave, or cut short")
     return server_token, int(total)
 
 
-async def _pending_calls(execution: WorkflowExecution) -> list[PendingCall]:
-    """A listed call's pending approval or question, or a listed parent's inline calls waiting,
-    from their search attributes and memo."""
-    memo = await execution.memo()
-    if execution.workflow_type != WORKFLOW_NAME:
-        return pending_calls(execution, memo)
-    attrs = execution.typed_search_attributes
-    phase = Phase(attrs.get(SEARCH_STATUS) or Phase.AWAITING_APPROVAL.value)
-    approval = model_or_none(ApprovalRequest, memo.get(MEMO_PENDING_APPROVAL))
-    question = model_or_none(UserQuestion, memo.get(MEMO_PENDING_QUESTION))
-    if approval is None and question is None:
-        return []  # the memo and the attribute are written together; this one just moved on
-    return [
-        PendingCall(
-            workflow_id=execution.id,
-            tool=attrs.get(SEARCH_TOOL) or "",
-            capabilities=list(attrs.get(SEARCH_CAPABILITIES) or []),
-            phase=phase,
-            approval=approval,
-            question=question,
-            started_at=execution.start_time,
-            parent_id=execution.parent_id,
-        )
-    ]
+async def _metadata(description: WorkflowExecutionDescription) -> dict[str, str]:
+    """The request metadata the call's memo records (see ``MEMO_METADATA``)."""
+    return metadata_of(await description.memo_value(MEMO_METADATA, None))

@@ -62,6 +62,7 @@ from toolcalls.workflows.reach.delivery import (
     signal_after_timeout,
     update_reason,
 )
+from toolcalls.workflows.rules.identities import same_identity
 
 POLLER_FRESHNESS = timedelta(minutes=1)
 """A workflow poller seen this recently may be a worker serving the call's queue."""
@@ -272,8 +273,13 @@ class ClientBase:
                     record is not None
                     and record.via == "update"
                     and (
-                        (record.request_id, record.approved, record.approver, record.reason)
-                        == (sent.request_id, sent.approved, sent.approver, sent.reason)
+                        (record.request_id, record.approved, record.reason)
+                        == (sent.request_id, sent.approved, sent.reason)
+                    )
+                    # The call records the approver's canonical name.
+                    and (
+                        record.approver == sent.approver
+                        or same_identity(record.approver, sent.approver)
                     )
                 ):
                     return record

@@ -5,17 +5,29 @@ Pure: no temporalio, no clock, no I/O. A rule is keyed like a policy rule (a cap
 must be allowed by all of them (the names they allow intersect), and the strictest count, the
 shortest reminder interval and the earliest escalation win. Groups are expanded to names when the
 call is planned: the plan is recorded, so a call keeps the approvers it was planned with.
+
+A name here is written as the workflow compares it, canonically
+(``toolcalls.workflows.rules.identities``): ``Alice`` or ``alice `` is refused with the spelling to
+use, so the names an operator reads are the names decisions are matched against.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import timedelta
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-from toolcalls.workflows.models.approval import MAX_APPROVER_CHARS, ApprovalRule
+from toolcalls.workflows.models.approval import ApprovalRule
 from toolcalls.workflows.rules import policy
+from toolcalls.workflows.rules.identities import canonical_name
 
 MAX_APPROVALS = 10
 MAX_NAMES = 1_000
@@ -67,12 +79,16 @@ class ApproversSettings(_Section):
 
     @field_validator("rules")
     @classmethod
-    def _rule_keys(cls, rules: dict[str, ApproverRule]) -> dict[str, ApproverRule]:
+    def _rule_keys(
+        cls, rules: dict[str, ApproverRule], info: ValidationInfo
+    ) -> dict[str, ApproverRule]:
         bad = [key for key in rules if not policy.is_valid_rule(key)]
         if bad:
             raise ValueError(f"invalid rule keys {bad}: use a capability, a family.* or a tool")
+        groups = info.data.get("groups") or {}
         for key, rule in rules.items():
-            _check_names(f"rule {key}", [*(rule.approvers or []), *rule.escalate_to])
+            names = [*(rule.approvers or []), *rule.escalate_to]
+            _check_names(f"rule {key}", names, groups)
         return rules
 
     def expand(self, names: Sequence[str]) -> set[str]:
@@ -83,10 +99,11 @@ class ApproversSettings(_Section):
         return found
 
 
-def _check_names(where: str, names: Sequence[str]) -> None:
+def _check_names(where: str, names: Sequence[str], groups: Collection[str] = ()) -> None:
+    """Each of ``names`` is a group or a canonical name."""
     for name in names:
-        if not name.strip() or len(name) > MAX_APPROVER_CHARS:
-            raise ValueError(f"{where}: {name!r}: a name is 1-{MAX_APPROVER_CHARS} characters")
+        if name not in groups:
+            canonical_name(name, where)
     if len(names) > MAX_NAMES:
         raise ValueError(f"{where}: at most {MAX_NAMES} names")
 

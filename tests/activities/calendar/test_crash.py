@@ -148,6 +148,8 @@ async def test_a_worker_lost_during_a_creation_is_uncertain_and_the_event_exists
             "password_env": PASSWORD_ENV,
         }
         shared = {
+            # One state directory: both workers vouch with the key kept there.
+            "state_dir": str(tmp_path / "state"),
             "tools": [*ALL_TOOL_NAMES, "create_calendar_event"],
             "calendar": calendar,
             "activities": {

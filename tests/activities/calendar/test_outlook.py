@@ -279,3 +279,110 @@ async def test_a_redirect_is_not_followed() -> None:
     assert error.type == ErrorCode.EXECUTION_FAILED.value
     assert "redirects are not followed" in error.message
     assert len(replay.requests) == 1
+
+
+def created_at(moment: str, identity: str, **more: Any) -> dict[str, Any]:
+    """Graph's answer to the creation of LUNCH under ``identity``, made at ``moment``."""
+    return graph_event(
+        "AAMk-lunch",
+        LUNCH["title"],
+        "2026-01-07T11:00:00.0000000",
+        "2026-01-07T12:30:00.0000000",
+        transactionId=identity,
+        createdDateTime=moment,
+        lastModifiedDateTime=moment,
+        **more,
+    )
+
+
+@pytest.mark.parametrize(
+    ("made", "already_created"),
+    [
+        ("2026-01-07T09:14:58.1234567Z", True),  # an earlier attempt's event, a minute before
+        ("2026-01-07T09:15:59.9734567Z", False),  # made by this request: the same second
+        ("2026-01-07T09:16:00.4000000Z", False),  # a clock ahead of the Date's whole second
+    ],
+)
+async def test_graphs_answer_to_a_repeated_transaction_id_is_the_event_it_holds(
+    made: str, already_created: bool
+) -> None:
+    identity = creation_id("wf-2:toolu_9")
+    answer = created_at(made, identity)
+    # Graph answers a transactionId it holds with that event, 201, and creates nothing.
+    replay = ServiceReplay().then(
+        json_answer(201, answer, Date="Wed, 07 Jan 2026 09:16:00 GMT"),
+    )
+    created = await run(
+        outlook(replay).create_calendar_event,
+        CreateCalendarEventArgs(**LUNCH),
+        call("wf-2:toolu_9"),
+    )
+    assert (created.id, created.creation_id) == ("AAMk-lunch", identity)
+    assert created.already_created is already_created
+    assert created.event == answer
+
+
+async def test_without_a_date_a_creation_is_not_called_earlier() -> None:
+    identity = creation_id("wf-2:toolu_9")
+    replay = ServiceReplay().then(json_answer(201, created_at("2020-01-01T00:00:00Z", identity)))
+    created = await run(
+        outlook(replay).create_calendar_event,
+        CreateCalendarEventArgs(**LUNCH),
+        call("wf-2:toolu_9"),
+    )
+    assert created.already_created is False
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        {"subject": "Someone else's"},
+        {"start": {"dateTime": "2026-01-07T11:30:00.0000000", "timeZone": "UTC"}},
+        {"end": {"dateTime": "2026-01-07T12:00:00", "timeZone": "UTC"}},
+    ],
+)
+async def test_a_transaction_id_held_by_another_event_creates_nothing(
+    other: dict[str, Any],
+) -> None:
+    identity = creation_id("wf-2:toolu_9")
+    answer = {**created_at("2026-01-07T08:00:00Z", identity), **other}
+    replay = ServiceReplay().then(json_answer(201, answer, Date="Wed, 07 Jan 2026 09:16:00 GMT"))
+    error = await failure(
+        run(
+            outlook(replay).create_calendar_event,
+            CreateCalendarEventArgs(**LUNCH),
+            call("wf-2:toolu_9"),
+        )
+    )
+    assert error.type == ErrorCode.PRECONDITION_FAILED.value
+    assert identity in error.message
+    assert "nothing was created" in error.message
+    assert error.details[0]["output"] == {"creation_id": identity}
+    assert len(replay.requests) == 1
+
+
+async def test_an_answer_in_another_zone_is_judged_by_its_subject() -> None:
+    identity = creation_id("wf-2:toolu_9")
+    berlin = {"dateTime": "2026-01-07T12:00:00.0000000", "timeZone": "W. Europe Standard Time"}
+    answer = {**created_at("2026-01-07T09:15:59Z", identity), "start": berlin}
+    replay = ServiceReplay().then(json_answer(201, answer))
+    created = await run(
+        outlook(replay).create_calendar_event,
+        CreateCalendarEventArgs(**LUNCH),
+        call("wf-2:toolu_9"),
+    )
+    assert created.id == "AAMk-lunch"
+
+
+async def test_an_event_with_another_transaction_id_is_uncertain() -> None:
+    answer = created_at("2026-01-07T09:15:59Z", creation_id("wf-2:other"))
+    replay = ServiceReplay().then(json_answer(201, answer))
+    error = await failure(
+        run(
+            outlook(replay).create_calendar_event,
+            CreateCalendarEventArgs(**LUNCH),
+            call("wf-2:toolu_9"),
+        )
+    )
+    assert error.type == ErrorCode.UNCERTAIN.value
+    assert error.details[0]["output"]["creation_id"] == creation_id("wf-2:toolu_9")

@@ -29,14 +29,6 @@ from toolcalls.activities.core.calculator import (
     parse,
 )
 
-CALL = CallContext(
-    workflow_id="wf-calculator",
-    call_id="call-1",
-    idempotency_key="wf-calculator/call-1",
-    approval=None,
-    precondition=None,
-)
-
 
 def rejection(expression: str) -> str:
     """The ``CalculationError`` message for ``expression``; fails the test if it evaluates."""
@@ -357,13 +349,13 @@ def test_args_model_is_closed() -> None:
         CalculatorArgs.model_validate({"expression": 12})
 
 
-async def test_activity_returns_the_trimmed_expression_and_exact_result() -> None:
+async def test_activity_returns_the_trimmed_expression_and_exact_result(call: CallContext) -> None:
     tools = MathTools()
-    result = await tools.calculator(CalculatorArgs(expression="  (18 + 6) / 3\n"), CALL)
+    result = await tools.calculator(CalculatorArgs(expression="  (18 + 6) / 3\n"), call)
     assert result == CalculatorResult(expression="(18 + 6) / 3", result=8.0)
     assert type(result.result) is float
 
-    power = await tools.calculator(CalculatorArgs(expression="2 ** 100"), CALL)
+    power = await tools.calculator(CalculatorArgs(expression="2 ** 100"), call)
     assert power.result == 2**100
     assert type(power.result) is int
     assert power.model_dump(mode="json") == {"expression": "2 ** 100", "result": 2**100}
@@ -381,11 +373,11 @@ async def test_activity_returns_the_trimmed_expression_and_exact_result() -> Non
     ],
 )
 async def test_activity_maps_evaluation_errors_to_a_fixable_tool_error(
-    expression: str, message: str
+    expression: str, message: str, call: CallContext
 ) -> None:
     args = CalculatorArgs(expression=expression)
     with pytest.raises(ApplicationError) as caught:
-        await MathTools().calculator(args, CALL)
+        await MathTools().calculator(args, call)
     error = caught.value
     assert error.type == "execution_failed"
     assert error.non_retryable is True
@@ -394,10 +386,10 @@ async def test_activity_maps_evaluation_errors_to_a_fixable_tool_error(
     assert error.__cause__ is None
 
 
-async def test_activity_rechecks_arguments_that_skipped_validation() -> None:
+async def test_activity_rechecks_arguments_that_skipped_validation(call: CallContext) -> None:
     args = CalculatorArgs.model_construct(expression="__import__('os').system('id')")
     with pytest.raises(ApplicationError) as caught:
-        await MathTools().calculator(args, CALL)
+        await MathTools().calculator(args, call)
     assert caught.value.type == "execution_failed"
     assert caught.value.message.startswith("calculator: unsupported character 'i'")
     assert caught.value.details[0]["fixable_args"] == ["expression"]

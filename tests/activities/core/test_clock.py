@@ -28,13 +28,6 @@ from toolcalls.activities.core.clock import (
 )
 
 ROOT = Path(__file__).resolve().parents[3]
-CALL = CallContext(
-    workflow_id="wf-clock",
-    call_id="call-1",
-    idempotency_key="wf-clock/call-1",
-    approval=None,
-    precondition=None,
-)
 HOST_OFFSET = timedelta(hours=5, minutes=45)
 UNKNOWN = "; use an IANA name like Europe/Zurich"
 
@@ -347,9 +340,9 @@ def _check_now(result: DateTimeResult, before: datetime, after: datetime) -> dat
     return moment
 
 
-async def test_current_datetime_defaults_to_utc(host_not_in_utc: None) -> None:
+async def test_current_datetime_defaults_to_utc(host_not_in_utc: None, call: CallContext) -> None:
     before = datetime.now(UTC)
-    result = await ClockTools().current_datetime(DateTimeArgs(), CALL)
+    result = await ClockTools().current_datetime(DateTimeArgs(), call)
     after = datetime.now(UTC)
     moment = _check_now(result, before, after)
     assert result.timezone == "UTC"
@@ -358,10 +351,10 @@ async def test_current_datetime_defaults_to_utc(host_not_in_utc: None) -> None:
     assert result.timestamp.endswith("+00:00")
 
 
-async def test_current_datetime_in_a_real_zone(host_not_in_utc: None) -> None:
+async def test_current_datetime_in_a_real_zone(host_not_in_utc: None, call: CallContext) -> None:
     zone = zoneinfo.ZoneInfo("America/New_York")
     before = datetime.now(UTC)
-    result = await ClockTools().current_datetime(DateTimeArgs(timezone=zone.key), CALL)
+    result = await ClockTools().current_datetime(DateTimeArgs(timezone=zone.key), call)
     after = datetime.now(UTC)
     moment = _check_now(result, before, after)
     expected = zone.utcoffset(moment.replace(tzinfo=None))
@@ -371,9 +364,11 @@ async def test_current_datetime_in_a_real_zone(host_not_in_utc: None) -> None:
     assert result.timezone == "America/New_York"
 
 
-async def test_current_datetime_never_reports_host_time(host_not_in_utc: None) -> None:
+async def test_current_datetime_never_reports_host_time(
+    host_not_in_utc: None, call: CallContext
+) -> None:
     for name in ("UTC", "Europe/Zurich", "Asia/Tokyo"):
-        result = await ClockTools().current_datetime(DateTimeArgs(timezone=name), CALL)
+        result = await ClockTools().current_datetime(DateTimeArgs(timezone=name), call)
         assert datetime.fromisoformat(result.timestamp).utcoffset() != HOST_OFFSET
         assert result.utc_offset != "+05:45"
     with pytest.raises(ValidationError, match="host's own setting"):

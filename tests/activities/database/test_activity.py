@@ -18,13 +18,11 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from tests.support.children import children
-from tests.support.databases import CALL, database, failure, query, tools_for
+from tests.support.databases import CALL, failure, query, tools_for
 from toolcalls.activities.database import DatabaseTools, SQLiteDatabase, sqlite as sqlite_backend
 from toolcalls.activities.database.settings import DatabaseSettings
 from toolcalls.activities.database.tools import DatabaseSchemaArgs
 from toolcalls.workflows.models.call import ErrorCode
-
-__all__ = ["database"]  # the fixture, used by name
 
 ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c"
 

@@ -13,11 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.children import children
-from tests.support.databases import database, failure, make_database, query, schema, tools_for
+from tests.support.databases import failure, make_database, query, schema, tools_for
 from toolcalls.activities.database.reader import ALLOWED_FUNCTIONS
 from toolcalls.workflows.models.call import ErrorCode
-
-__all__ = ["database"]  # the fixture, used by name
 
 UNTRUSTED = """
 CREATE TABLE docs (id INTEGER PRIMARY KEY, body TEXT, meta TEXT);

@@ -13,7 +13,6 @@ import pytest
 from pydantic import ValidationError
 
 from tests.support.databases import (
-    database,
     failure,
     make_database,
     query,
@@ -25,8 +24,6 @@ from toolcalls.activities.database.backend import Parameters
 from toolcalls.activities.database.settings import DatabaseSettings
 from toolcalls.activities.database.tools import QueryDatabaseArgs
 from toolcalls.workflows.models.call import ErrorCode
-
-__all__ = ["database"]  # the fixture, used by name
 
 
 async def test_columns_rows_and_blobs(database: Path) -> None:

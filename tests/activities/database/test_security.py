@@ -14,7 +14,6 @@ import pytest
 from pydantic import ValidationError
 
 from tests.support.databases import (
-    database,
     failure,
     make_database,
     query,
@@ -23,8 +22,6 @@ from tests.support.databases import (
 )
 from toolcalls.activities.database.tools import QueryDatabaseArgs
 from toolcalls.workflows.models.call import ErrorCode
-
-__all__ = ["database"]  # the fixture, used by name
 
 WRITES = [
     "DELETE FROM items",

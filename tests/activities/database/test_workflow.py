@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from tests.support.databases import database, make_database
+from tests.support.databases import make_database
 from tests.support.harness import (
     decision,
     make_config,
@@ -27,8 +27,6 @@ from toolcalls.worker.config import Config, ConfigError, build_catalog, parse_co
 from toolcalls.worker.plugin import build_instances
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.call import CallStatus, CapabilityPolicy, Effect, ErrorCode
-
-__all__ = ["database"]  # the fixture, used by name
 
 TOOLS = ["database_schema", "query_database"]
 ASK = CapabilityPolicy(rules={"database.read": Effect.REQUIRE_APPROVAL})

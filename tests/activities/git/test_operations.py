@@ -39,6 +39,7 @@ NEW_B = (
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Repo:
+    """Two commits, the first with a file the work tree then deletes (overrides the folder's)."""
     repo = Repo.init(tmp_path / "repo")
     repo.commit("first", **{"a.txt": "a\n", "gone.txt": "bye\n"})
     repo.commit("second", **{"b.txt": "b\n"})

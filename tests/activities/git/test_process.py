@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 import shlex
 import shutil
 from pathlib import Path
@@ -26,19 +25,6 @@ from toolcalls.activities.processes.git import GitArgs, GitTools
 from toolcalls.activities.processes.git.command import SAFE_CONFIG, SAFE_ENV
 from toolcalls.activities.processes.runner import ProcessResult
 from toolcalls.workflows.models.call import ErrorCode
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Repo:
-    repo = Repo.init(tmp_path / "repo")
-    repo.commit("first", **{"a.txt": "a\n"})
-    return repo
-
-
-@pytest.fixture
-def tag() -> str:
-    """A sleep duration no other process on the host uses, to find the wrapper's child."""
-    return f"{random.randint(100, 999)}.{random.randint(10**8, 10**9)}"
 
 
 def with_precondition(precondition: dict[str, Any] | None) -> CallContext:

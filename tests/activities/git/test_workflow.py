@@ -4,11 +4,11 @@ plan, held to its preview, and canceled mid-run."""
 from __future__ import annotations
 
 import asyncio
-import random
 import shlex
 from pathlib import Path
 from typing import Any
 
+import pytest
 from temporalio.client import Client
 
 from tests.support.gitrepo import Repo, sleepers, slow_git
@@ -46,17 +46,16 @@ def deployment(task_queue: str, tmp_path: Path, repo: Repo, **git: Any) -> Confi
     )
 
 
-def make_repo(tmp_path: Path) -> Repo:
-    repo = Repo.init(tmp_path / "repo")
-    repo.commit("first", **{"a.txt": "a\n"})
+@pytest.fixture
+def repo(repo: Repo) -> Repo:
+    """The folder's repository with ``a.txt`` changed in the work tree."""
     repo.write("a.txt", "a\nchanged\n")
     return repo
 
 
 async def test_status_runs_without_approval_and_commit_runs_once_approved(
-    client: Client, task_queue: str, tmp_path: Path
+    client: Client, task_queue: str, tmp_path: Path, repo: Repo
 ) -> None:
-    repo = make_repo(tmp_path)
     async with running_worker(client, deployment(task_queue, tmp_path, repo)):
         status = await run_call(client, task_queue, "git", {"operation": "status"})
         assert status.status is CallStatus.COMPLETED, status.error
@@ -96,9 +95,8 @@ async def test_status_runs_without_approval_and_commit_runs_once_approved(
 
 
 async def test_a_command_changed_during_approval_does_not_run(
-    client: Client, task_queue: str, tmp_path: Path
+    client: Client, task_queue: str, tmp_path: Path, repo: Repo
 ) -> None:
-    repo = make_repo(tmp_path)
     repo.git("add", "a.txt")
     async with running_worker(client, deployment(task_queue, tmp_path, repo)):
         handle = await start_call(
@@ -116,9 +114,8 @@ async def test_a_command_changed_during_approval_does_not_run(
 
 
 async def test_refusals_end_the_call_at_plan(
-    client: Client, task_queue: str, tmp_path: Path
+    client: Client, task_queue: str, tmp_path: Path, repo: Repo
 ) -> None:
-    repo = make_repo(tmp_path)
     config = deployment(task_queue, tmp_path, repo, allow_write=False)
     async with running_worker(client, config):
         add = await run_call(client, task_queue, "git", {"operation": "add", "paths": ["a.txt"]})
@@ -133,10 +130,8 @@ async def test_refusals_end_the_call_at_plan(
 
 
 async def test_a_canceled_operation_leaves_no_process(
-    client: Client, task_queue: str, tmp_path: Path
+    client: Client, task_queue: str, tmp_path: Path, repo: Repo, tag: str
 ) -> None:
-    repo = make_repo(tmp_path)
-    tag = f"{random.randint(100, 999)}.{random.randint(10**8, 10**9)}"
     wrapper = slow_git(tmp_path / "bin", tag)
     config = deployment(
         task_queue, tmp_path, repo, executable=str(wrapper), ceiling={"default_effect": "allow"}

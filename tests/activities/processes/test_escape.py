@@ -17,17 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import SYSTEM_PATH, activity_env, alive, call, make_tools
+from tests.support.processes import SYSTEM_PATH, activity_env, alive, call
 from toolcalls.activities.processes.command_args import ExecuteCommandArgs
 from toolcalls.activities.processes.commands import ProcessTools
 from toolcalls.activities.processes.runner import ProcessResult
 
 SLEEP = shutil.which("sleep", path=SYSTEM_PATH)
-
-
-@pytest.fixture
-def tools(tmp_path: Path) -> ProcessTools:
-    return make_tools(tmp_path, kill_grace=0.5)
 
 
 def escaping(then: str) -> list[str]:

@@ -12,7 +12,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
 from temporalio.client import Client
 
 from tests.support.harness import (
@@ -39,13 +38,6 @@ FAST_HEARTBEAT = {
     }
 }
 """Heartbeats are throttled to 0.8 x the timeout: a short one makes them visible quickly."""
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "root"
-    path.mkdir()
-    return path
 
 
 def config(task_queue: str, tmp_path: Path, root: Path, **sections: Any) -> Config:

@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
-from toolcalls.activities.storage import InMemoryStorage, SQLiteStorage, Storage
+from toolcalls.activities.storage import Storage
 from toolcalls.activities.storage.store import Expected, Quota, QuotaExceeded, ValueChanged
 from toolcalls.activities.storage.values import digest, encode_value
 
 ROOMY = Quota(max_keys=1_000_000, max_store_bytes=1 << 40)
 MakeStorage = Callable[..., Storage]
+"""The folder's ``make_storage`` fixture."""
 
 
 def json_object_bytes(values: dict[str, str]) -> int:
@@ -27,28 +27,8 @@ def json_object_bytes(values: dict[str, str]) -> int:
     return len(json.dumps(decoded, ensure_ascii=False, separators=(",", ":")).encode())
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeStorage]:
-    """A factory of storages; for SQLite every instance opens the same file."""
-    made: list[Storage] = []
-    shared: dict[str, InMemoryStorage] = {}
-
-    def factory(namespace: str = "tool-values") -> Storage:
-        storage: Storage
-        if request.param == "sqlite":
-            storage = SQLiteStorage(tmp_path / "kv.db", namespace)
-        else:
-            storage = shared.setdefault(namespace, InMemoryStorage(namespace))
-        made.append(storage)
-        return storage
-
-    yield factory
-    for storage in made:
-        storage.close()
-
-
-def test_get_put_delete(make: MakeStorage) -> None:
-    store = make()
+def test_get_put_delete(make_storage: MakeStorage) -> None:
+    store = make_storage()
     assert store.get("k") is None
     assert store.put("k", "1", ROOMY).created
     assert store.get("k") == "1"
@@ -59,8 +39,8 @@ def test_get_put_delete(make: MakeStorage) -> None:
     assert store.delete("k") is False
 
 
-def test_injection_key_is_stored_literally(make: MakeStorage) -> None:
-    store = make()
+def test_injection_key_is_stored_literally(make_storage: MakeStorage) -> None:
+    store = make_storage()
     key = "'; DROP TABLE kv;--"
     store.put(key, '"x"', ROOMY)
     store.put("other", "2", ROOMY)
@@ -69,8 +49,8 @@ def test_injection_key_is_stored_literally(make: MakeStorage) -> None:
     assert store.keys("'; DROP", 0, 10).keys == [key]
 
 
-def test_keys_sort_by_code_point_and_filter_by_literal_prefix(make: MakeStorage) -> None:
-    store = make()
+def test_keys_sort_by_code_point_and_filter_by_literal_prefix(make_storage: MakeStorage) -> None:
+    store = make_storage()
     keys = ["b", "a", "A", "a%", "a_b", "ab", "a*", "a\x00z", "é", "\U0001f600", "a", "aB", "a.b"]
     for key in keys:
         store.put(key, "0", ROOMY)
@@ -85,8 +65,8 @@ def test_keys_sort_by_code_point_and_filter_by_literal_prefix(make: MakeStorage)
     assert store.keys("zz", 0, 100).keys == []
 
 
-def test_keys_page_with_offsets(make: MakeStorage) -> None:
-    store = make()
+def test_keys_page_with_offsets(make_storage: MakeStorage) -> None:
+    store = make_storage()
     names = [f"k{i:02d}" for i in range(25)]
     for name in reversed(names):
         store.put(name, "1", ROOMY)
@@ -96,8 +76,8 @@ def test_keys_page_with_offsets(make: MakeStorage) -> None:
     assert [page.more for page in pages] == [True, True, False, False, False]
 
 
-def test_an_early_stopped_listing_leaves_the_storage_writable(make: MakeStorage) -> None:
-    store = make()
+def test_an_early_stopped_listing_leaves_the_storage_writable(make_storage: MakeStorage) -> None:
+    store = make_storage()
     for i in range(5):
         store.put(f"k{i}", "1", ROOMY)
     assert store.keys("", 0, 2).more
@@ -106,8 +86,8 @@ def test_an_early_stopped_listing_leaves_the_storage_writable(make: MakeStorage)
     assert store.keys("", 0, 10).keys == ["k1", "k2", "k3", "k4", "k9"]
 
 
-def test_usage_is_the_size_of_the_namespace_as_one_json_object(make: MakeStorage) -> None:
-    store = make()
+def test_usage_is_the_size_of_the_namespace_as_one_json_object(make_storage: MakeStorage) -> None:
+    store = make_storage()
     model: dict[str, str] = {}
     assert store.usage().bytes == json_object_bytes(model) == 2
     for key, value in [("a", 1), ('quote"', "é\n"), ("tab\t", {"x": [1, 2.5]}), ("a", None)]:
@@ -122,8 +102,8 @@ def test_usage_is_the_size_of_the_namespace_as_one_json_object(make: MakeStorage
     assert store.usage().keys == len(model)
 
 
-def test_max_keys_is_exact(make: MakeStorage) -> None:
-    store = make()
+def test_max_keys_is_exact(make_storage: MakeStorage) -> None:
+    store = make_storage()
     quota = Quota(max_keys=3, max_store_bytes=1 << 20)
     for key in "abc":
         store.put(key, "1", quota)
@@ -136,8 +116,8 @@ def test_max_keys_is_exact(make: MakeStorage) -> None:
     assert store.keys("", 0, 10).keys == ["a", "c", "d"]
 
 
-def test_max_store_bytes_is_exact(make: MakeStorage) -> None:
-    store = make()
+def test_max_store_bytes_is_exact(make_storage: MakeStorage) -> None:
+    store = make_storage()
     store.put("a", encode_value("x" * 10), ROOMY)
     full = json_object_bytes({"a": encode_value("x" * 10), "b": encode_value("y" * 20)})
     with pytest.raises(QuotaExceeded, match=f"grow to {full} bytes; the limit is {full - 1}"):
@@ -149,8 +129,8 @@ def test_max_store_bytes_is_exact(make: MakeStorage) -> None:
     assert store.get("b") == encode_value("y" * 20)
 
 
-def test_a_lowered_limit_still_lets_the_namespace_shrink(make: MakeStorage) -> None:
-    store = make()
+def test_a_lowered_limit_still_lets_the_namespace_shrink(make_storage: MakeStorage) -> None:
+    store = make_storage()
     for key in "abcd":
         store.put(key, encode_value("x" * 50), ROOMY)
     tight = Quota(max_keys=2, max_store_bytes=100)
@@ -162,8 +142,8 @@ def test_a_lowered_limit_still_lets_the_namespace_shrink(make: MakeStorage) -> N
     assert store.delete("b")
 
 
-def test_expected_value_is_checked_with_the_write(make: MakeStorage) -> None:
-    store = make()
+def test_expected_value_is_checked_with_the_write(make_storage: MakeStorage) -> None:
+    store = make_storage()
     store.put("k", "1", ROOMY, Expected(digest=None))
     with pytest.raises(ValueChanged):
         store.put("k", "2", ROOMY, Expected(digest=None))
@@ -175,9 +155,9 @@ def test_expected_value_is_checked_with_the_write(make: MakeStorage) -> None:
     assert store.delete("k", Expected(digest=None)) is False
 
 
-def test_concurrent_writers_lose_nothing(make: MakeStorage) -> None:
+def test_concurrent_writers_lose_nothing(make_storage: MakeStorage) -> None:
     writers, writes = 6, 40
-    stores = [make() for _ in range(writers)]
+    stores = [make_storage() for _ in range(writers)]
     errors: list[BaseException] = []
     start = threading.Barrier(writers)
 
@@ -204,7 +184,7 @@ def test_concurrent_writers_lose_nothing(make: MakeStorage) -> None:
         for i in range(writes)
         if i % 4 != 2
     }
-    reader = make()
+    reader = make_storage()
     listed = reader.keys("w", 0, 1000).keys
     assert listed == sorted(model)
     assert {key: reader.get(key) for key in listed} == model
@@ -212,10 +192,10 @@ def test_concurrent_writers_lose_nothing(make: MakeStorage) -> None:
     assert reader.usage().keys == len(model) + 3
 
 
-def test_concurrent_writers_never_overshoot_the_quota(make: MakeStorage) -> None:
+def test_concurrent_writers_never_overshoot_the_quota(make_storage: MakeStorage) -> None:
     writers, attempts, limit = 6, 15, 40
     quota = Quota(max_keys=limit, max_store_bytes=1 << 20)
-    stores = [make() for _ in range(writers)]
+    stores = [make_storage() for _ in range(writers)]
     refused = [0] * writers
     start = threading.Barrier(writers)
 
@@ -232,5 +212,5 @@ def test_concurrent_writers_never_overshoot_the_quota(make: MakeStorage) -> None
         thread.start()
     for thread in threads:
         thread.join()
-    assert make().usage().keys == limit
+    assert make_storage().usage().keys == limit
     assert sum(refused) == writers * attempts - limit

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,23 +37,15 @@ def approved(precondition: dict[str, Any] | None) -> CallContext:
     return CallContext("wf", "call", "wf:call", None, precondition)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeTools]:
-    made: list[Storage] = []
+@pytest.fixture
+def make(make_storage: Callable[[str], Storage]) -> MakeTools:
+    """A factory of tools with the given settings (writes allowed), over each kind of storage."""
 
     def factory(**settings: Any) -> StorageTools:
         config = StorageSettings.model_validate({"allow_write": True, **settings})
-        storage: Storage = (
-            SQLiteStorage(tmp_path / "kv.db", config.namespace)
-            if request.param == "sqlite"
-            else InMemoryStorage(config.namespace)
-        )
-        made.append(storage)
-        return StorageTools(config, storage)
+        return StorageTools(config, make_storage(config.namespace))
 
-    yield factory
-    for storage in made:
-        storage.close()
+    return factory
 
 
 async def put(tools: StorageTools, key: str, value: Any, call: CallContext = CALL) -> Any:

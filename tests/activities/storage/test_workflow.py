@@ -156,9 +156,11 @@ async def test_parallel_writes_from_two_worker_processes_lose_nothing(
     serves ``set_value`` on a queue of its own; both write the same file at the same time."""
     path = tmp_path / "kv.db"
     other_queue = f"{task_queue}-storage"
+    # Both workers keep their state, and so their attestation key, in one directory.
+    state_dir = tmp_path / "state"
     other_config = tmp_path / "storage-worker.toml"
     other_config.write_text(
-        f'task_queue = "{task_queue}"\ntools = ["set_value"]\n'
+        f'task_queue = "{task_queue}"\ntools = ["set_value"]\nstate_dir = "{state_dir}"\n'
         f'[worker]\nqueue = "{other_queue}"\nserve_workflows = false\n'
         f'[activities.task_queues]\nset_value = "{other_queue}"\n'
         f'[storage]\ndatabase = "{path}"\nallow_write = true\n'
@@ -172,7 +174,9 @@ async def test_parallel_writes_from_two_worker_processes_lose_nothing(
     )
     try:
         await asyncio.to_thread(other.wait_for_line, "polling task queue", 60)
-        config = storage_config(task_queue, path, ceiling={"default_effect": "allow"})
+        config = storage_config(
+            task_queue, path, ceiling={"default_effect": "allow"}, state_dir=str(state_dir)
+        )
         model = {f"item/{i:02d}": {"i": i, "tags": ["x"] * (i % 3)} for i in range(24)}
         queues = [None, other_queue]
 

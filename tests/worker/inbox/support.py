@@ -121,6 +121,8 @@ class Form:
     buttons: list[tuple[str, str, str]] = field(default_factory=list)
     """``(label, name, value)`` of each submit button."""
     inputs: list[str] = field(default_factory=list)
+    choices: list[tuple[str, str]] = field(default_factory=list)
+    """``(name, value)`` of each radio button."""
 
 
 class _Forms(HTMLParser):
@@ -138,6 +140,8 @@ class _Forms(HTMLParser):
             return
         elif tag == "input" and seen.get("type") == "hidden":
             self.forms[-1].fields[seen["name"]] = seen.get("value", "")
+        elif tag == "input" and seen.get("type") == "radio":
+            self.forms[-1].choices.append((seen.get("name", ""), seen.get("value", "")))
         elif tag in ("input", "textarea", "select"):
             self.forms[-1].inputs.append(seen.get("name", ""))
         elif tag == "button":
@@ -166,9 +170,14 @@ def buttons(html: str) -> list[str]:
     return [label for form in forms(html) for label, _, _ in form.buttons]
 
 
-def form_for(html: str, action: str) -> Form:
-    """The form whose hidden ``action`` field is ``action``."""
-    found = [form for form in forms(html) if form.fields.get("action") == action]
+def form_for(html: str, action: str, choice: str | None = None) -> Form:
+    """The form whose hidden ``action`` field is ``action`` (and that offers ``choice``)."""
+    found = [
+        form
+        for form in forms(html)
+        if form.fields.get("action") == action
+        and (choice is None or choice in (value for _, value in form.choices))
+    ]
     assert found, f"no {action} form on the page"
     return found[0]
 
@@ -200,15 +209,25 @@ class Visitor:
         return await self.http.get(path)
 
     async def act(
-        self, path: str, action: str, *, button: str | None = None, **fields: str
+        self,
+        path: str,
+        action: str,
+        *,
+        button: str | None = None,
+        choice: str | None = None,
+        **fields: str,
     ) -> httpx.Response:
-        """Send the call page's ``action`` form as it is, with ``fields`` filled in."""
+        """Send the call page's ``action`` form as it is, with ``fields`` filled in (and the
+        radio button of value ``choice`` chosen, in the form that offers it)."""
         page = await self.http.get(path)
         assert page.status_code == 200, page.text
-        form = form_for(page.text, action)
+        form = form_for(page.text, action, choice)
         data = dict(form.fields)
         if button is not None:
             [(_, name, value)] = [b for b in form.buttons if b[0] == button]
+            data[name] = value
+        if choice is not None:
+            [(name, value)] = [c for c in form.choices if c[1] == choice]
             data[name] = value
         data.update(fields)
         return await self.http.post(form.action, data=data)

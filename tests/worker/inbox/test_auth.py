@@ -140,7 +140,8 @@ def test_the_proxys_user() -> None:
         ("10.0.0.1", [], 401, "the proxy named no user"),
         ("10.0.0.1", ["alice", "mallory"], 400, "more than one user"),
         ("10.0.0.1", ["eve"], 403, "'eve' has no inbox account"),
-        ("10.0.0.1", ["a\x00b"], 403, "control characters"),
+        ("10.0.0.1", ["a\x00b"], 403, "invisible character U+0000"),
+        ("10.0.0.1", ["alice\u200b"], 403, "invisible character U+200B"),
     ]
     for address, values, status, reason in cases:
         with pytest.raises(Refusal) as raised:

@@ -191,10 +191,39 @@ async def test_answer_a_question(client: Client, served: Served, context: Browse
     page = await new_page(context)
     await log_in(page, served, "carol", call_path(handle.id))
     await expect(page.locator(".question blockquote")).to_have_text("Ship it on Friday?")
-    await page.get_by_role("button", name="no, Monday").click()
+    # Choosing an option sends nothing: the person confirms the choice with the button.
+    choice = page.get_by_role("radio", name="no, Monday")
+    await choice.check()
+    await expect(choice).to_be_checked()
+    await expect(page.locator(".call-head .status")).to_have_text("awaiting answer")
+    assert (await pending_question(handle)).question == "Ship it on Friday?"
+    await page.get_by_role("button", name="Send this answer").click()
     await expect(page.locator(".call-head .status")).to_have_text("completed")
     result = await result_of(handle)
     assert result.output["answer"] == "no, Monday"
+
+
+async def test_declining_is_a_button_like_the_others(
+    client: Client, served: Served, context: BrowserContext
+) -> None:
+    handle = await start_call(
+        client, served.task_queue, "ask_user", {"question": "Rename the repo?", "options": ["yes"]}
+    )
+    await pending_question(handle)
+    page = await new_page(context)
+    await log_in(page, served, "carol", call_path(handle.id))
+    decline = page.get_by_role("button", name="Decline to answer")
+    await expect(decline).to_be_visible()
+    looks = await decline.evaluate(
+        "b => { const s = getComputedStyle(b); return [s.textDecorationLine, s.borderTopStyle,"
+        " s.paddingTop]; }"
+    )
+    assert looks[0] == "none"  # not underlined like a link
+    assert looks[1] == "solid"  # bordered like every button
+    assert looks[2] != "0px"
+    await decline.click()
+    await expect(page.locator(".call-head .status")).to_have_text("completed")
+    assert (await result_of(handle)).output["status"] == "declined"
 
 
 async def test_edit_then_approve(client: Client, served: Served, context: BrowserContext) -> None:

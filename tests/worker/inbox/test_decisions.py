@@ -120,8 +120,13 @@ async def test_answering_a_question_with_an_option_or_declining(
     assert error(stale.text) == "Nothing was done: question old is no longer pending."
     page = await mallory.get(call_path(first.id))
     assert "Which format?" in page.text
-    assert {"JSON", "CSV", "Answer", "Decline to answer"} <= set(buttons(page.text))
-    sent = await mallory.act(call_path(first.id), "answer", button="CSV")
+    # The options are a choice confirmed with a button, not buttons that answer at once.
+    [choose] = [f for f in forms(page.text) if f.choices]
+    assert choose.choices == [("answer", "JSON"), ("answer", "CSV")]
+    assert [label for label, _, _ in choose.buttons] == ["Send this answer"]
+    assert {"Answer", "Decline to answer"} <= set(buttons(page.text))
+    assert not {"JSON", "CSV"} & set(buttons(page.text))
+    sent = await mallory.act(call_path(first.id), "answer", choice="CSV")
     assert sent.headers["location"].endswith("?done=answered")
     declined = await mallory.act(call_path(second.id), "decline")
     assert declined.headers["location"].endswith("?done=declined")

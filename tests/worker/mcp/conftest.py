@@ -16,7 +16,8 @@ import pytest
 from temporalio.client import Client
 
 from tests.support.harness import running_worker
-from tests.worker.mcp.support import Deployment, Open, Recorder, stdio_session
+from tests.worker.mcp.support import Deployment, Open, Recorder, serve_http, stdio_session
+from tests.worker.support import Spawn
 from toolcalls.worker.config import load_config
 from toolcalls.workflows.reach.client import ToolCallClient
 
@@ -47,8 +48,18 @@ def session(tmp_path: Path, address: str, deployment: Deployment) -> Open:
     """Open an MCP session over stdio to ``toolcalls mcp`` for the deployment."""
 
     @asynccontextmanager
-    async def open_session(recorder: Recorder | None = None, *extra: str) -> AsyncIterator[Any]:
-        async with stdio_session(tmp_path, address, deployment.path, recorder, *extra) as found:
+    async def open_session(
+        recorder: Recorder | None = None, *extra: str, client_info: Any = None
+    ) -> AsyncIterator[Any]:
+        async with stdio_session(
+            tmp_path, address, deployment.path, recorder, *extra, client_info=client_info
+        ) as found:
             yield found
 
     return open_session
+
+
+@pytest.fixture
+def url(spawn: Spawn, tmp_path: Path, address: str, deployment: Deployment) -> str:
+    """A ``toolcalls mcp --http`` process for the deployment; its endpoint."""
+    return serve_http(spawn, tmp_path, address, deployment)

@@ -14,12 +14,16 @@ from typing import Any, cast
 
 import mcp_types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.support.processes import SYSTEM_PATH
-from tests.worker.support import TOOLCALLS, hermetic_env
+from tests.worker.support import TOOLCALLS, Spawn, free_port, hermetic_env
 from toolcalls.worker.mcp.front import IDEMPOTENCY_KEY
 
 TOOLS = ["calculator", "current_datetime", "ask_user", "run_shell", "get_value", "set_value"]
+TOKEN = "mcp-test-token-0123456789abcdef"
+"""The bearer token of ``toolcalls mcp --http`` in the tests."""
 USER = "mcp-tester"
 """The ``[mcp] user`` of the test deployments: who answers and decides through the client."""
 APPROVE_AT = re.compile(r"toolcalls approve (\S+)")
@@ -146,8 +150,10 @@ async def stdio_session(
     config: Path,
     recorder: Recorder | None = None,
     *extra: str,
+    client_info: types.Implementation | None = None,
 ) -> AsyncIterator[ClientSession]:
-    """A ``ClientSession`` over stdio to ``toolcalls mcp`` (its stderr in ``tmp_path``)."""
+    """A ``ClientSession`` over stdio to ``toolcalls mcp`` (its stderr in ``tmp_path``), naming
+    itself ``client_info`` (the SDK's default otherwise)."""
     server = StdioServerParameters(
         command=TOOLCALLS,
         args=["mcp", "--config", str(config), "--address", address, *extra],
@@ -157,6 +163,37 @@ async def stdio_session(
     with (tmp_path / "mcp-stderr.log").open("a", encoding="utf-8") as errlog:
         async with stdio_client(server, errlog=errlog) as (read, write):
             elicit = recorder.elicit if recorder is not None and recorder.answer else None
-            async with ClientSession(read, write, elicitation_callback=elicit) as session:
+            async with ClientSession(
+                read, write, elicitation_callback=elicit, client_info=client_info
+            ) as session:
                 await session.initialize()
                 yield session
+
+
+def serve_http(spawn: Spawn, tmp_path: Path, address: str, deployment: Deployment) -> str:
+    """Start ``toolcalls mcp --http`` for the deployment file as it is now; its endpoint."""
+    port = free_port()
+    server = spawn(
+        *("mcp", "--http", f"127.0.0.1:{port}", "--config", str(deployment.path)),
+        *("--address", address),
+        env=hermetic_env(tmp_path, TOOLCALLS_MCP_TOKEN=TOKEN),
+    )
+    line = server.wait_for_line("MCP server at")
+    assert line.strip() == f"MCP server at http://127.0.0.1:{port}/mcp (6 tools)"
+    return f"http://127.0.0.1:{port}/mcp"
+
+
+@asynccontextmanager
+async def http_session(
+    url: str, token: str = TOKEN, recorder: Recorder | None = None
+) -> AsyncIterator[ClientSession]:
+    """An MCP session over streamable HTTP with the SDK's client, with the bearer ``token``."""
+    headers = {"Authorization": f"Bearer {token}"}
+    elicit = recorder.elicit if recorder is not None and recorder.answer else None
+    async with (
+        create_mcp_http_client(headers=headers) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write, elicitation_callback=elicit) as session,
+    ):
+        await session.initialize()
+        yield session

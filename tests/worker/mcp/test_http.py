@@ -4,23 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from mcp import ClientSession, MCPError
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp import MCPError
 from temporalio.client import Client
 
-from tests.worker.mcp.support import Deployment, Recorder, accept, text_of, workflow_of
+from tests.worker.mcp.support import (
+    TOKEN,
+    Deployment,
+    Recorder,
+    accept,
+    http_session,
+    text_of,
+    workflow_of,
+)
 from tests.worker.support import Spawn, free_port, hermetic_env
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 
-TOKEN = "mcp-test-token-0123456789abcdef"
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -31,35 +34,6 @@ INITIALIZE = {
         "clientInfo": {"name": "probe", "version": "0"},
     },
 }
-
-
-@pytest.fixture
-def url(spawn: Spawn, tmp_path: Path, address: str, deployment: Deployment) -> str:
-    """A ``toolcalls mcp --http`` process for the deployment; its endpoint."""
-    port = free_port()
-    server = spawn(
-        *("mcp", "--http", f"127.0.0.1:{port}", "--config", str(deployment.path)),
-        *("--address", address),
-        env=hermetic_env(tmp_path, TOOLCALLS_MCP_TOKEN=TOKEN),
-    )
-    line = server.wait_for_line("MCP server at")
-    assert line.strip() == f"MCP server at http://127.0.0.1:{port}/mcp (6 tools)"
-    return f"http://127.0.0.1:{port}/mcp"
-
-
-@asynccontextmanager
-async def http_session(
-    url: str, token: str = TOKEN, recorder: Recorder | None = None
-) -> AsyncIterator[ClientSession]:
-    headers = {"Authorization": f"Bearer {token}"}
-    elicit = recorder.elicit if recorder is not None and recorder.answer else None
-    async with (
-        create_mcp_http_client(headers=headers) as http,
-        streamable_http_client(url, http_client=http) as (read, write),
-        ClientSession(read, write, elicitation_callback=elicit) as session,
-    ):
-        await session.initialize()
-        yield session
 
 
 async def test_calls_over_http_with_the_token(url: str, worker: None, client: Client) -> None:

@@ -15,6 +15,7 @@ from tests.worker.support import command
 from toolcalls.worker.config import load_config
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.call import CallStatus
+from toolcalls.workflows.reach.client import ToolCallClient
 
 SET = ("set_value", {"key": "colour", "value": '"blue"'})
 
@@ -44,6 +45,32 @@ async def test_approved_from_the_cli_while_the_call_waits(
     recorded = await handle.result()
     assert recorded.approval is not None
     assert recorded.approval.approver == "alice"
+
+
+async def test_a_waiting_call_names_the_client_and_its_user(
+    session: Open, worker: None, tmp_path: Path, address: str, client: Client
+) -> None:
+    # What the inbox shows as who asked: the memo records it, so the list needs no history.
+    recorder = Recorder()
+    desk = types.Implementation(name="Ops  Desk\n", version="1.2")
+    async with session(client_info=desk) as mcp:
+        call = asyncio.ensure_future(mcp.call_tool(*SET, progress_callback=recorder.on_progress))
+        workflow_id = await recorder.workflow_id()
+        calls = ToolCallClient(
+            client, task_queue=load_config(tmp_path / "toolcalls.toml").task_queue
+        )
+        expected = {"front": "mcp", "mcp_user": USER, "mcp_client": "Ops Desk"}
+        assert (await calls.status(workflow_id)).metadata == expected
+        for _ in range(100):
+            found = [c for c in await calls.pending() if c.workflow_id == workflow_id]
+            if found:
+                break
+            await asyncio.sleep(0.2)
+        assert [c.metadata for c in found] == [expected]
+        approved = await command(tmp_path, address, "approve", workflow_id, "--by", "alice")
+        assert approved.code == 0, approved.stderr
+        result = await asyncio.wait_for(call, 60)
+    assert not result.is_error, text_of(result)
 
 
 async def test_denied_from_the_cli_gives_the_typed_error(

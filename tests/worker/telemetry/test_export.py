@@ -1,9 +1,11 @@
 """Traces exported as ``OTEL_*`` say: a real worker process and a real ``toolcalls call`` send
-their spans over OTLP/HTTP to a receiver on loopback, and they make one trace."""
+their spans over OTLP/HTTP to a receiver on loopback, and they make one trace; the console
+exporter writes to stderr, so ``--json`` output stays whole."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 import uuid
@@ -147,4 +149,25 @@ async def test_the_worker_and_the_cli_export_one_trace_over_otlp(
         assert span["parent"] == start["span_id"]
         assert span["attributes"]["toolcalls.tool"].string_value == "calculator"
         assert "1234567" not in str(span["attributes"])
+    worker.kill()
+
+
+async def test_console_spans_go_to_stderr_and_leave_json_output_whole(
+    tmp_path: Path, spawn: Spawn, address: str
+) -> None:
+    task_queue = f"console-{uuid.uuid4()}"
+    config = write_config(tmp_path, f'task_queue = "{task_queue}"\ntools = ["calculator"]\n')
+    worker = spawn("worker", "--config", str(config), "--address", address)
+    await asyncio.to_thread(worker.wait_for_line, "polling task queue", 60)
+
+    done = await toolcalls(
+        tmp_path,
+        "call", "calculator", '{"expression": "6 * 7"}', "--json", "--address", address,
+        "--task-queue", task_queue,
+        env=hermetic_env(tmp_path, OTEL_TRACES_EXPORTER="console"),
+    )  # fmt: skip
+    assert done.code == 0, done.stderr
+    assert json.loads(done.stdout)["output"]["result"] == 42
+    # The command's span was exported, on stderr.
+    assert '"name": "StartWorkflow:ToolCallWorkflow"' in done.stderr
     worker.kill()

@@ -21,9 +21,16 @@ def test_the_defaults_are_text_logs_and_no_endpoint() -> None:
     config = parse_config({})
     assert config.log_format is LogFormat.TEXT
     assert config.telemetry.prometheus is None
-    chosen = parse_config({"log_format": "json", "telemetry": {"prometheus": "0.0.0.0:9464"}})
+    assert config.telemetry.service_name == "toolcalls"
+    chosen = parse_config(
+        {
+            "log_format": "json",
+            "telemetry": {"prometheus": "0.0.0.0:9464", "service_name": "tools-eu"},
+        }
+    )
     assert chosen.log_format is LogFormat.JSON
     assert chosen.telemetry.prometheus == "0.0.0.0:9464"
+    assert chosen.telemetry.service_name == "tools-eu"
 
 
 @pytest.mark.parametrize(
@@ -32,6 +39,8 @@ def test_the_defaults_are_text_logs_and_no_endpoint() -> None:
         ({"telemetry": {"prometheus": "9464"}}, "telemetry.prometheus: '9464' is not HOST:PORT"),
         ({"telemetry": {"prometheus": "h:99999"}}, "telemetry.prometheus: 'h:99999' is not HOST:"),
         ({"telemetry": {"port": 1}}, "telemetry.port: unknown key"),
+        ({"telemetry": {"service_name": ""}}, "telemetry.service_name: String should have at"),
+        ({"telemetry": {"service_name": "x" * 101}}, "telemetry.service_name: String should have"),
         ({"log_format": "xml"}, "log_format: Input should be 'text' or 'json'"),
     ],
 )
