@@ -1,5 +1,6 @@
-"""``approve --edit`` / ``--remember``, ``grants list|revoke`` and who may decide, as real
-``toolcalls`` processes against the session's dev server and a real worker."""
+"""``approve --edit`` / ``--remember``, ``grants list|revoke``, who may decide, and an approval
+right after ``call --no-wait``, as real ``toolcalls`` processes against the session's dev server
+and a real worker."""
 
 from __future__ import annotations
 
@@ -127,3 +128,20 @@ async def test_approve_remembering_then_grants_list_and_revoke(
         assert again.code == 1
         assert "the grant has already ended" in again.stderr
     assert probes.runs == {"probe_write": 2}
+
+
+async def test_approve_right_after_call_no_wait_finds_the_request(
+    tmp_path: Path, client: Client, address: str, task_queue: str
+) -> None:
+    """``call --no-wait`` returns once the approval request is out, even while its preview takes
+    a while, so the ``approve`` pasted after it (README.md, docs/cli.md) finds it."""
+    async with running_worker(client, make_config(task_queue)) as probes:
+        probes.prepare_delay = 2.0
+        workflow_id = await started(tmp_path, address, task_queue, "t")
+        approved = await command(tmp_path, address, "approve", workflow_id, "--by", "alice")
+        assert approved.code == 0, approved.stderr
+        handle = client.get_workflow_handle_for(ToolCallWorkflow.run, workflow_id)
+        result = await asyncio.wait_for(handle.result(), 30)
+    assert result.status is CallStatus.COMPLETED
+    assert result.approval is not None
+    assert result.approval.approver == "alice"

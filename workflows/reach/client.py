@@ -216,17 +216,19 @@ class ToolCallClient(ClientBase):
         return Started(handle, existing=True, running=running)
 
     async def planned(self, workflow_id: str, *, timeout: timedelta = PLAN_WAIT) -> CallView:
-        """The call once it is past planning or has ended, so bad arguments show at once.
+        """The call once it is past planning or has ended, so bad arguments show at once; one
+        that needs a human, once its request is out (past preparing its preview), so that a
+        decision can follow at once.
 
         A call no worker serves is returned as it is (it is planned when a worker comes); so is
-        one still planning after ``timeout``.
+        one still planning or preparing after ``timeout``.
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout.total_seconds()
         while True:
             view = await self.status(workflow_id)
-            planning = view.running and view.state.phase is Phase.PLANNING
-            if not planning or not view.live or loop.time() >= deadline:
+            settling = view.running and view.state.phase in (Phase.PLANNING, Phase.PREPARING)
+            if not settling or not view.live or loop.time() >= deadline:
                 return view
             await asyncio.sleep(PLAN_POLL_SECONDS)
 
