@@ -40,6 +40,7 @@ PASSTHROUGH_MODULES = (
     "toolcalls.workflows.models.approval",
     "toolcalls.workflows.models.attest",
     "toolcalls.workflows.models.reconcile",
+    "toolcalls.workflows.models.reply",
     "toolcalls.workflows.rules.policy",
     "pydantic",
     "pydantic_core",

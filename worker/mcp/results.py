@@ -2,19 +2,21 @@
 
 A completed call returns the tool's output as structured content (it matches the tool's output
 schema) and as JSON text for clients that read only text. Every other status is an MCP tool error
-(``isError``): the model sees the typed error code and message, whether it may retry and which
-arguments to fix, and any partial output (a canceled command's, say). The result's ``_meta``
-names the workflow, so a client can find the call in Temporal or the inbox.
+(``isError``). The text is what every front gives a model (``toolcalls.workflows.models.reply``):
+the typed error code and message, whether it may retry and which arguments to fix, what the
+outcome means (a person's denial and their reason; an uncertain write not to repeat), and any
+partial output (a canceled command's, say). The result's ``_meta`` names the workflow, so a
+client can find the call in Temporal or the inbox.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import mcp_types as types
 
 from toolcalls.workflows.models.call import CallStatus, ErrorCode, ToolCallResult, ToolError
+from toolcalls.workflows.models.reply import model_reply
 
 META_WORKFLOW_ID = "toolcalls/workflow_id"
 META_STATUS = "toolcalls/status"
@@ -23,15 +25,20 @@ META_STATUS = "toolcalls/status"
 def call_result(result: ToolCallResult) -> types.CallToolResult:
     """The MCP result of a call that ended."""
     meta = {META_WORKFLOW_ID: result.workflow_id, META_STATUS: result.status.value}
+    reply = model_reply(result)
     if result.status is CallStatus.COMPLETED:
-        output = result.output if isinstance(result.output, dict) else {"result": result.output}
         return types.CallToolResult(
-            content=[types.TextContent(text=_json(output))],
-            structured_content=output,
+            content=[types.TextContent(text=reply.text)],
+            structured_content=reply.data["output"],
             _meta=meta,
         )
-    error = result.error or ToolError(code=ErrorCode.INTERNAL, message="the call ended without one")
-    return _error(error, result.status.value, result.workflow_id, result.output, meta)
+    structured = {**reply.data, "workflow_id": result.workflow_id}
+    return types.CallToolResult(
+        content=[types.TextContent(text=reply.text)],
+        structured_content=structured,
+        is_error=True,
+        _meta=meta,
+    )
 
 
 def tool_error(
@@ -40,33 +47,15 @@ def tool_error(
     """An MCP tool error for a call that could not be started or followed."""
     meta = {META_WORKFLOW_ID: workflow_id} if workflow_id else {}
     error = ToolError(code=code, message=message, retryable=retryable)
-    return _error(error, CallStatus.FAILED.value, workflow_id, None, meta)
-
-
-def _error(
-    error: ToolError,
-    status: str,
-    workflow_id: str | None,
-    output: Any,
-    meta: dict[str, Any],
-) -> types.CallToolResult:
-    notes = ["retryable"] if error.retryable else []
-    if error.fixable_args:
-        notes.append("fix: " + ", ".join(error.fixable_args))
-    text = f"{status}: {error.code.value}: {error.message}"
-    if notes:
-        text += f" ({'; '.join(notes)})"
-    structured: dict[str, Any] = {"status": status, "error": error.model_dump(mode="json")}
+    structured: dict[str, Any] = {"status": CallStatus.FAILED.value}
+    structured["error"] = error.model_dump(mode="json")
     if workflow_id:
         structured["workflow_id"] = workflow_id
-    content: list[types.ContentBlock] = [types.TextContent(text=text)]
-    if output is not None:
-        structured["output"] = output
-        content.append(types.TextContent(text="partial output: " + _json(output)))
+    retry = " (retryable)" if retryable else ""
+    text = f"{CallStatus.FAILED.value}: {code.value}: {message}{retry}"
     return types.CallToolResult(
-        content=content, structured_content=structured, is_error=True, _meta=meta or None
+        content=[types.TextContent(text=text)],
+        structured_content=structured,
+        is_error=True,
+        _meta=meta or None,
     )
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)

@@ -114,13 +114,16 @@ def test_a_failed_call_is_a_tool_error_with_its_code_and_partial_output() -> Non
     )
     mapped = call_result(result(CallStatus.CANCELED, error=error, output={"stdout": "x"}))
     assert mapped.is_error
+    # The words every front gives a model (toolcalls.workflows.models.reply), in one block.
     assert [block.text for block in mapped.content if isinstance(block, types.TextContent)] == [
-        "canceled: invalid_arguments: run_shell: command: blank (fix: command)",
+        "canceled: invalid_arguments: run_shell: command: blank (fix: command)\n"
+        "the tool did not run\n"
         'partial output: {"stdout": "x"}',
     ]
     assert mapped.structured_content == {
         "status": "canceled",
         "error": error.model_dump(mode="json"),
+        "note": "the tool did not run",
         "workflow_id": "wf",
         "output": {"stdout": "x"},
     }
