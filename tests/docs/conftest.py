@@ -73,11 +73,27 @@ set up (payload encryption and its codec server, an inbox account, a profile), w
 secrets in the environment (``secrets()``)."""
 
 
+SECRETS = {
+    "TOOLCALLS_KEYS": "k1=" + base64.b64encode(os.urandom(32)).decode(),
+    "TOOLCALLS_CODEC_TOKENS": "docs=" + os.urandom(24).hex(),
+}
+"""The deployment's secrets: one set for the session, so its worker and the pages agree."""
+DOCS_QUEUE = "toolcalls-docs"
+"""The docs pages' deployment's task queue: its worker encrypts, and a queue of its own keeps it
+apart from the example deployment's (no keys), which the README speaks of."""
+
+
 def secrets() -> dict[str, str]:
-    return {
-        "TOOLCALLS_KEYS": "k1=" + base64.b64encode(os.urandom(32)).decode(),
-        "TOOLCALLS_CODEC_TOKENS": "docs=" + os.urandom(24).hex(),
-    }
+    return dict(SECRETS)
+
+
+def deployment_config(root: Path, scratch: Path) -> str:
+    """A docs page's ``toolcalls.toml``: the example deployment, on its own queue, with what the
+    pages set up (``DEPLOYMENT``)."""
+    queue = 'task_queue = "toolcalls"'
+    text = example_config(root, scratch)
+    assert queue in text, f"examples/toolcalls.toml no longer has {queue!r}"
+    return text.replace(queue, f'task_queue = "{DOCS_QUEUE}"', 1) + DEPLOYMENT
 
 
 @pytest.fixture(scope="module")
@@ -103,6 +119,28 @@ def worker(
         kill_marked(str(root))
 
 
+@pytest.fixture(scope="module")
+def deployment_worker(
+    address: str, scratch: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Spawned]:
+    """The docs pages' deployment's worker (``toolcalls.toml``: encryption, an inbox account, a
+    profile), serving the calls the pages make with ``--config toolcalls.toml``."""
+    root = tmp_path_factory.mktemp("docs-deployment")
+    config = root / "toolcalls.toml"
+    config.write_text(deployment_config(root, scratch), encoding="utf-8")
+    spawned = Spawned(
+        [TOOLCALLS, "worker", "--config", str(config), "--address", address],
+        hermetic_env(root, **secrets()),
+        cwd=root,
+    )
+    try:
+        spawned.wait_for_line("polling task queue", timeout=120)
+        yield spawned
+    finally:
+        spawned.kill()
+        kill_marked(str(root))
+
+
 @pytest.fixture
 def setting(
     request: pytest.FixtureRequest, address: str, scratch: Path, tmp_path: Path
@@ -116,7 +154,7 @@ def setting(
         example_config(root, scratch), encoding="utf-8"
     )
     if page != "README.md":
-        deployment = example_config(root, scratch) + DEPLOYMENT
+        deployment = deployment_config(root, scratch)
         (root / "toolcalls.toml").write_text(deployment, encoding="utf-8")
     # The checkout's Makefile and a .venv that is the test's own, installed already.
     for name in ("Makefile", "pyproject.toml"):

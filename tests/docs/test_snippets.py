@@ -84,7 +84,9 @@ def test_a_marker_without_a_reason_or_unknown_is_an_error(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_page_snippets_run(page: str, setting: Setting, worker: Spawned) -> None:
+def test_page_snippets_run(
+    page: str, setting: Setting, worker: Spawned, deployment_worker: Spawned
+) -> None:
     for unit in units(blocks(ROOT / page)):
         if unit.first.skip is not None:
             continue
