@@ -5,9 +5,13 @@ restarts of every worker, and a replay of the agent's workflow."""
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +24,7 @@ from pydantic_ai import (
     ToolReturnPart,
 )
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
+from pydantic_ai.exceptions import UserError
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Replayer, Worker
@@ -32,13 +37,16 @@ from tests.support.pydantic_agent import (
     AgentInput,
     ToolAgentWorkflow,
     Turn,
+    run_calls,
 )
 from tests.support.tools import ProbeTools
+from toolcalls.agents.pydantic_ai import ToolCallsToolset
 from toolcalls.worker.plugin import sandbox_runner
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.inline import inline_workflow_id
 from toolcalls.workflows.reach.client import ToolCallClient
 
+ROOT = Path(__file__).resolve().parents[2]
 CHILD_STARTED = EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
 AgentHandle = WorkflowHandle[ToolAgentWorkflow, str]
 
@@ -212,3 +220,36 @@ async def test_once_the_retries_are_used_up_the_model_reads_the_failure(
     outcomes = [last_return(turn).outcome for turn in SEEN[prompt].turns[1:]]
     assert outcomes == ["retried", "retried", "failed"]
     assert output.startswith("the tool said: failed: invalid_arguments: calculator: ")
+
+
+def test_without_the_extra_the_import_error_names_it() -> None:
+    hide = (
+        "import sys; sys.modules['pydantic_ai'] = None\n"
+        "try:\n"
+        "    import toolcalls.agents.pydantic_ai\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", hide],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.strip() == (
+        "toolcalls.agents.pydantic_ai needs pydantic-ai (pydantic_ai is missing): "
+        "pip install 'toolcalls[pydantic-ai]'"
+    )
+
+
+def test_a_toolset_takes_either_a_calls_function_or_settings() -> None:
+    with pytest.raises(TypeError, match="either calls or its settings, not both"):
+        ToolCallsToolset(run_calls, task_queue="elsewhere")
+
+
+async def test_outside_a_workflow_its_tools_say_where_they_run() -> None:
+    toolset = ToolCallsToolset(task_queue="toolcalls")
+    with pytest.raises(UserError, match="for an agent run inside a Temporal workflow"):
+        await toolset.get_tools(None)  # type: ignore[arg-type]
