@@ -9,7 +9,7 @@ It starts a worker of its own for the agent's workflow, finds the server the way
 commands do (TEMPORAL_ADDRESS, else the Temporal profile) and runs an offline scripted model
 (`FunctionModel`): it asks for `create_file` under the scratch folder, which the deployment holds
 for a human, then answers with the tool's result. For a real model, give `Agent` a model name
-(`"openai:gpt-5.2"`, `"anthropic:claude-sonnet-4-5"`) and its API key in the worker's environment.
+(`"openai:gpt-5"`, `"anthropic:claude-sonnet-4-5"`) and its API key in the worker's environment.
 """
 
 from __future__ import annotations
