@@ -105,10 +105,10 @@ async def main() -> int:
         while not any(p.workflow_id == call_id for p in await calls.pending()):
             await asyncio.sleep(0.5)
         if args.approve_as:
-            print(f"approving {call_id} as {args.approve_as}")
+            print(f"approving {call_id} as {args.approve_as}", flush=True)
             await calls.approve(call_id, approver=args.approve_as)
         else:
-            print(f"waiting for a person: toolcalls approve {call_id} --by NAME")
+            print(f"waiting for a person: toolcalls approve {call_id} --by NAME", flush=True)
         print(await handle.result())
     return 0
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from tests.worker.support import hermetic_env
+from tests.worker.support import TOOLCALLS, hermetic_env
 from tests.worker.test_example_deployment import EXAMPLE, example_worker, scratch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,45 +22,77 @@ def listed(folder: Path) -> set[Path]:
     return set(folder.iterdir())
 
 
-async def test_the_example_agent_creates_its_file_once_approved(
-    client: Client, task_queue: str, tmp_path: Path, scratch: Path
-) -> None:
-    # The script reads the deployment's file for its data converter: the example's, on this
-    # test's queue with its store under tmp_path, as the in-process worker serves it.
+def deployment_file(tmp_path: Path) -> Path:
+    """The example's file, with its store under ``tmp_path`` as the in-process worker has it:
+    the script reads it for its data converter."""
     config = tmp_path / "toolcalls.toml"
     config.write_text(EXAMPLE.read_text().replace('".toolcalls/', f'"{tmp_path}/'))
     assert tomllib.loads(config.read_text())["payloads"]["local"]["path"].startswith("/")
-    address = client.service_client.config.target_host
-    before = listed(scratch)
-    async with example_worker(client, task_queue, tmp_path):
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(SCRIPT),
-            "--approve-as",
-            "alice",
-            "--task-queue",
-            task_queue,
-            cwd=ROOT,
-            env=hermetic_env(
-                tmp_path,
-                TEMPORAL_ADDRESS=address,
-                TOOLCALLS_CONFIG=str(config),
-                PYTHONPATH=str(ROOT),
-            ),
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await asyncio.wait_for(process.communicate(), 120)
-    assert process.returncode == 0, err.decode()
-    lines = out.decode().splitlines()
-    assert lines[0].startswith("approving file-agent-")
-    assert "/tools/create-1 as alice" in lines[0]
+    return config
+
+
+async def spawn(client: Client, tmp_path: Path, *args: str) -> asyncio.subprocess.Process:
+    """``args`` (a command) as a user runs it from the repository's root, with the test's server
+    and the example deployment's file."""
+    return await asyncio.create_subprocess_exec(
+        *args,
+        cwd=ROOT,
+        env=hermetic_env(
+            tmp_path,
+            TEMPORAL_ADDRESS=client.service_client.config.target_host,
+            TOOLCALLS_CONFIG=str(deployment_file(tmp_path)),
+            PYTHONPATH=str(ROOT),
+        ),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+def check_created(scratch: Path, before: set[Path], answer: str) -> None:
+    """One new file in the scratch folder, with the agent's text, quoted in its answer."""
     created = listed(scratch) - before
     assert len(created) == 1
     (path,) = created
     try:
         assert path.read_text() == "written by a pydantic-ai agent, approved by a person\n"
-        assert lines[-1].startswith("create_file said: {")
-        assert f'"path": "{path}"' in lines[-1]
+        assert answer.startswith("create_file said: {")
+        assert f'"path": "{path}"' in answer
     finally:
         path.unlink()
+
+
+async def test_the_example_agent_approves_its_own_call(
+    client: Client, task_queue: str, tmp_path: Path, scratch: Path
+) -> None:
+    before = listed(scratch)
+    async with example_worker(client, task_queue, tmp_path):
+        script = [str(SCRIPT), "--approve-as", "alice", "--task-queue", task_queue]
+        process = await spawn(client, tmp_path, sys.executable, *script)
+        out, err = await asyncio.wait_for(process.communicate(), 120)
+    assert process.returncode == 0, err.decode()
+    lines = out.decode().splitlines()
+    assert lines[0].startswith("approving file-agent-")
+    assert lines[0].endswith("/tools/create-1 as alice")
+    check_created(scratch, before, lines[-1])
+
+
+async def test_the_example_agent_waits_for_the_command_it_prints(
+    client: Client, task_queue: str, tmp_path: Path, scratch: Path
+) -> None:
+    before = listed(scratch)
+    async with example_worker(client, task_queue, tmp_path):
+        script = [str(SCRIPT), "--task-queue", task_queue]
+        process = await spawn(client, tmp_path, sys.executable, *script)
+        assert process.stdout is not None
+        first = (await asyncio.wait_for(process.stdout.readline(), 60)).decode().strip()
+        prefix = "waiting for a person: toolcalls approve "
+        assert first.startswith(prefix), first
+        assert first.endswith(" --by NAME")
+        assert listed(scratch) == before
+        command = first.removeprefix("waiting for a person: ").replace("NAME", "bob").split()
+        approve = await spawn(client, tmp_path, TOOLCALLS, *command[1:])
+        _, approve_err = await asyncio.wait_for(approve.communicate(), 60)
+        assert approve.returncode == 0, approve_err.decode()
+        out, err = await asyncio.wait_for(process.communicate(), 120)
+    assert process.returncode == 0, err.decode()
+    check_created(scratch, before, out.decode().splitlines()[-1])
