@@ -17,7 +17,7 @@ starts child workflows and activities, which only workflow code may do.
 
 The definitions come from the deployment, once per agent run: the ``toolcalls.definitions``
 activity on the deployment's task queue (``ToolCalls.definitions``), recorded in the run's
-history, so the agent's worker needs no configuration file and a replay sees what the model saw.
+history, so the agent's worker needs no tool configuration and a replay sees what the model saw.
 
 What the model reads is ``toolcalls.workflows.models.reply.model_reply`` of each result:
 
@@ -42,13 +42,14 @@ try:
     from pydantic_ai import ModelRetry, RunContext, ToolDefinition
     from pydantic_ai.exceptions import ToolFailed, UserError
     from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
-    from pydantic_core import SchemaValidator, core_schema
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without the extra
     raise ImportError(
         f"toolcalls.agents.pydantic_ai needs pydantic-ai ({exc.name} is missing): "
         "pip install 'toolcalls[pydantic-ai]'"
     ) from exc
+from pydantic_core import SchemaValidator, core_schema
 from temporalio import workflow
+from temporalio.exceptions import ActivityError
 
 from toolcalls.workflows.models.call import (
     DEFAULT_APPROVAL_TIMEOUT,
@@ -156,7 +157,15 @@ class ToolCallsToolset(AbstractToolset[Any]):
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         if self._tools is None:
-            definitions = await self.calls.definitions(format=DEFINITIONS_FORMAT)
+            calls = self.calls
+            try:
+                definitions = await calls.definitions(format=DEFINITIONS_FORMAT)
+            except ActivityError as err:
+                # A UserError fails the agent's workflow (PydanticAIPlugin lists it), with why.
+                raise UserError(
+                    f"toolset {self._id!r}: no tool definitions from the deployment on task "
+                    f"queue {calls.task_queue!r}: {err.cause}"
+                ) from err
             self._tools = self._toolset_tools(definitions)
         return self._tools
 

@@ -26,7 +26,8 @@ from pydantic_ai import (
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
 from pydantic_ai.exceptions import UserError
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer, Worker
 
 from tests.support.harness import history_types, make_config, pending_approval, running_worker
@@ -220,6 +221,30 @@ async def test_once_the_retries_are_used_up_the_model_reads_the_failure(
     outcomes = [last_return(turn).outcome for turn in SEEN[prompt].turns[1:]]
     assert outcomes == ["retried", "retried", "failed"]
     assert output.startswith("the tool said: failed: invalid_arguments: calculator: ")
+
+
+async def test_a_profile_the_deployment_lacks_fails_the_run_saying_so(
+    client: Client, task_queue: str, queue: str
+) -> None:
+    prompt = script(answer)
+    deps = AgentDeps(task_queue=task_queue, profile="nope")
+    async with running_worker(client, make_config(task_queue)), agent_worker(client, queue):
+        handle = await client.start_workflow(
+            ToolAgentWorkflow.run,
+            AgentInput(prompt=prompt, deps=deps),
+            id=f"agent-{uuid.uuid4()}",
+            task_queue=queue,
+        )
+        with pytest.raises(WorkflowFailureError) as failed:
+            await asyncio.wait_for(handle.result(), 60)
+    cause = failed.value.cause
+    assert isinstance(cause, ApplicationError)
+    assert cause.type == "UserError"
+    assert cause.message == (
+        f"toolset 'toolcalls': no tool definitions from the deployment on task queue "
+        f"'{task_queue}': invalid_arguments: no profile 'nope'"
+    )
+    assert prompt not in SEEN  # the model was never asked
 
 
 def test_without_the_extra_the_import_error_names_it() -> None:

@@ -66,11 +66,13 @@ class AgentDeps(BaseModel):
     task_queue: str
     """The deployment's task queue (each test has its own)."""
     inline: bool = False
+    profile: str | None = None
 
 
 def run_calls(ctx: RunContext[AgentDeps]) -> ToolCalls:
     """Each run's calls go to the deployment its test started."""
-    return ToolCalls(task_queue=ctx.deps.task_queue, inline=ctx.deps.inline)
+    deps = ctx.deps
+    return ToolCalls(task_queue=deps.task_queue, inline=deps.inline, profile=deps.profile)
 
 
 agent = Agent(
