@@ -38,6 +38,7 @@ from tests.support.pydantic_agent import (
     AgentInput,
     ToolAgentWorkflow,
     Turn,
+    WrappedAgentWorkflow,
     run_calls,
 )
 from tests.support.tools import ProbeTools
@@ -53,12 +54,14 @@ AgentHandle = WorkflowHandle[ToolAgentWorkflow, str]
 
 
 @asynccontextmanager
-async def agent_worker(client: Client, queue: str) -> AsyncIterator[None]:
+async def agent_worker(
+    client: Client, queue: str, agent_workflow: type = ToolAgentWorkflow
+) -> AsyncIterator[None]:
     """The application's worker for the agent's workflow, as pydantic-ai's docs set one up."""
     async with Worker(
         client,
         task_queue=queue,
-        workflows=[ToolAgentWorkflow],
+        workflows=[agent_workflow],
         workflow_runner=sandbox_runner(),
         plugins=[PydanticAIPlugin()],
         max_cached_workflows=0,
@@ -134,6 +137,25 @@ async def test_a_pure_tools_result_reaches_the_models_next_turn(
     assert returned.content == '{"expression": "2 ** 10", "result": 1024}'
     assert output == 'the tool said: {"expression": "2 ** 10", "result": 1024}'
     assert (CHILD_STARTED in await history_types(handle)) is not inline
+
+
+async def test_under_the_deprecated_temporal_agent_the_toolset_works_the_same(
+    client: Client, task_queue: str, queue: str
+) -> None:
+    prompt = script(call("calculator", {"expression": "2 ** 10"}, "c1"), answer)
+    async with (
+        running_worker(client, make_config(task_queue)),
+        agent_worker(client, queue, WrappedAgentWorkflow),
+    ):
+        handle = await client.start_workflow(
+            WrappedAgentWorkflow.run,
+            AgentInput(prompt=prompt, deps=AgentDeps(task_queue=task_queue)),
+            id=f"agent-{uuid.uuid4()}",
+            task_queue=queue,
+        )
+        output = await asyncio.wait_for(handle.result(), 60)
+    assert output == 'the tool said: {"expression": "2 ** 10", "result": 1024}'
+    assert CHILD_STARTED in await history_types(handle)
 
 
 async def test_an_approval_waits_durably_across_worker_restarts(

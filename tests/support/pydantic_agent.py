@@ -8,6 +8,7 @@ test-only imports: the workflow runs in the sandbox like application code does.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -20,7 +21,8 @@ from pydantic_ai import (
     RunContext,
     UserPromptPart,
 )
-from pydantic_ai.durable_exec.temporal import PydanticAIWorkflow, TemporalDurability
+from pydantic_ai.durable_exec.temporal import PydanticAIWorkflow, TemporalAgent, TemporalDurability
+from pydantic_ai.exceptions import PydanticAIDeprecationWarning
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import ToolDefinition
 from temporalio import workflow
@@ -98,4 +100,29 @@ class ToolAgentWorkflow(PydanticAIWorkflow):
     @workflow.run
     async def run(self, input: AgentInput) -> str:
         result = await agent.run(input.prompt, deps=input.deps)
+        return result.output
+
+
+with warnings.catch_warnings():
+    # The wrapper pydantic-ai deprecated for TemporalDurability: the toolset works under it too.
+    warnings.simplefilter("ignore", PydanticAIDeprecationWarning)
+    wrapped_agent = TemporalAgent(
+        Agent(
+            FunctionModel(scripted, model_name="scripted"),
+            name="toolcalls_test_wrapped_agent",
+            deps_type=AgentDeps,
+            toolsets=[ToolCallsToolset(run_calls)],
+        )
+    )
+
+
+@workflow.defn
+class WrappedAgentWorkflow(PydanticAIWorkflow):
+    """``ToolAgentWorkflow`` with the agent wrapped in ``TemporalAgent``."""
+
+    __pydantic_ai_agents__ = [wrapped_agent]
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> str:
+        result = await wrapped_agent.run(input.prompt, deps=input.deps)
         return result.output
