@@ -5,8 +5,8 @@ With `make run` going, from the repository's root (`TOOLCALLS_CONFIG=examples/to
     python examples/agents/pydantic_ai.py                     # prints the approve command, waits
     python examples/agents/pydantic_ai.py --approve-as alice  # approves its own call
 
-It starts a worker of its own for the agent's workflow, finds the server the way the `toolcalls`
-commands do (TEMPORAL_ADDRESS, else the Temporal profile) and runs an offline scripted model
+It starts a worker of its own for the agent's workflow, finds the server through
+TEMPORAL_ADDRESS or the Temporal profile (temporalio.envconfig) and runs an offline scripted model
 (`FunctionModel`): it asks for `create_file` under the scratch folder, which the deployment holds
 for a human, then answers with the tool's result. For a real model, give `Agent` a model name
 (`"openai:gpt-5"`, `"anthropic:claude-sonnet-4-5"`) and its API key in the worker's environment.
