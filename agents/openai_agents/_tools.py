@@ -33,6 +33,16 @@ DEFINITION_FORMAT = "openai"
 SCHEMA_KEYS = ("parameters", "input_schema", "inputSchema")
 """Where a definition keeps its arguments' schema: ``openai``, ``anthropic``, ``mcp`` shapes."""
 
+JSON_KINDS: dict[type, str] = {
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
+"""What a model sent instead of an object, in JSON's words."""
+
 Definition = Mapping[str, Any]
 
 
@@ -89,7 +99,7 @@ async def run_call(calls: ToolCalls, tool: str, arguments: str, call_id: str) ->
     except ValueError as exc:
         return _unreadable(tool, call_id, f"{tool}: the arguments are not JSON: {exc}")
     if not isinstance(parsed, dict):
-        kind = type(parsed).__name__
+        kind = JSON_KINDS.get(type(parsed), "a value")
         return _unreadable(
             tool, call_id, f"{tool}: the arguments must be a JSON object, not {kind}"
         )

@@ -26,12 +26,14 @@ from temporalio.worker import Replayer, Worker
 from tests.support.harness import history_types, make_config, running_worker
 from tests.support.inline import inline_config, listed
 from tests.support.openai_agent import AgentInput, ToolAgent
-from toolcalls.agents.openai_agents import agent_data_converter
+from toolcalls.agents.openai_agents import agent_data_converter, function_tool, function_tools
 from toolcalls.agents.openai_agents.testing import ScriptedModel
 from toolcalls.worker.config import Config
 from toolcalls.worker.plugin import sandbox_runner
+from toolcalls.workflows.models.call import Definitions
 from toolcalls.workflows.models.inline import inline_workflow_id
 from toolcalls.workflows.reach.client import ToolCallClient
+from toolcalls.workflows.reach.parent import ToolCalls
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = "agent"
@@ -232,10 +234,37 @@ async def test_arguments_that_are_not_a_json_object_start_nothing(
         await handle.result()
     [read] = outputs(model, 1)
     assert read.startswith(
-        "failed: invalid_arguments: calculator: the arguments must be a JSON object, not list"
+        "failed: invalid_arguments: calculator: the arguments must be a JSON object, not an array"
     )
     assert "the tool did not run" in read
     assert CHILD_STARTED not in await history_types(handle)
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"expression": {"type": "string"}},
+    "required": ["expression"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize("key", ["parameters", "input_schema", "inputSchema"])
+async def test_definitions_of_every_shape_become_strict_function_tools(key: str) -> None:
+    given = Definitions(
+        profile=None,
+        digest=None,
+        definitions=[{"name": "calculator", "description": "Arithmetic.", key: SCHEMA}],
+    )
+    [tool] = await function_tools(ToolCalls(), given)
+    assert (tool.name, tool.description) == ("calculator", "Arithmetic.")
+    assert tool.params_json_schema == SCHEMA
+    assert tool.strict_json_schema
+    assert tool.needs_approval is False
+
+
+def test_a_definition_without_a_schema_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"^tool definition 'calculator': needs a name and one"):
+        function_tool(ToolCalls(), {"name": "calculator", "description": "Arithmetic."})
 
 
 def link_to_the_package(tmp_path: Path) -> Path:
