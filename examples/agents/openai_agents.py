@@ -101,12 +101,18 @@ async def main() -> int:
             task_queue=AGENT_QUEUE,
         )
         print(f"agent workflow {handle.id} started")
-        waiting = await waiting_call(calls, handle.id)
-        print(f"the agent waits for an approval: toolcalls approve {waiting} --by YOUR_NAME")
-        if args.approve_as:
-            await calls.approve(waiting, approver=args.approve_as)
-            print(f"approved {waiting} as {args.approve_as}")
-        answer = await handle.result()
+        result = asyncio.ensure_future(handle.result())
+        waiting = asyncio.ensure_future(waiting_call(calls, handle.id))
+        # A deployment that allows the call without a person ends the run with no wait.
+        await asyncio.wait({result, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        if waiting.done():
+            call = waiting.result()
+            print(f"the agent waits for an approval: toolcalls approve {call} --by YOUR_NAME")
+            if args.approve_as:
+                await calls.approve(call, approver=args.approve_as)
+                print(f"approved {call} as {args.approve_as}")
+        waiting.cancel()
+        answer = await result
     print(answer)
     return 0
 
