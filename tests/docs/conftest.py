@@ -163,10 +163,15 @@ def setting(
     (root / ".venv" / "bin").symlink_to(Path(sys.executable).parent)
     (root / ".venv" / ".installed-stamp").touch()
     bin_dir = str(Path(sys.executable).parent)
+    # The checkout's package as a reader's install gives it, without the repository's root on the
+    # path: its agents/ folder would hide the OpenAI Agents SDK's package of that name.
+    package = root / ".package"
+    package.mkdir()
+    (package / "toolcalls").symlink_to(ROOT / "toolcalls")
     env = hermetic_env(
         root,
         PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
-        PYTHONPATH=str(ROOT),
+        PYTHONPATH=str(package),
         TEMPORAL_ADDRESS=address,
         TEMPORAL_NAMESPACE="default",
         **secrets(),
