@@ -17,6 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from agents import FunctionTool
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.openai_agents import ModelActivityParameters, OpenAIAgentsPlugin
@@ -256,6 +257,7 @@ async def test_definitions_of_every_shape_become_strict_function_tools(key: str)
         definitions=[{"name": "calculator", "description": "Arithmetic.", key: SCHEMA}],
     )
     [tool] = await function_tools(ToolCalls(), given)
+    assert isinstance(tool, FunctionTool)
     assert (tool.name, tool.description) == ("calculator", "Arithmetic.")
     assert tool.params_json_schema == SCHEMA
     assert tool.strict_json_schema
@@ -267,22 +269,12 @@ def test_a_definition_without_a_schema_is_refused() -> None:
         function_tool(ToolCalls(), {"name": "calculator", "description": "Arithmetic."})
 
 
-def link_to_the_package(tmp_path: Path) -> Path:
-    """A folder holding only ``toolcalls``, for a ``PYTHONPATH`` that finds this checkout's
-    package without the repository's root (whose ``agents/`` folder would stand in for the
-    SDK)."""
-    folder = tmp_path / "path"
-    folder.mkdir()
-    (folder / "toolcalls").symlink_to(ROOT / "toolcalls")
-    return folder
-
-
 @pytest.mark.parametrize("hidden", ["agents", "temporalio.openai_agents"])
 def test_without_the_extra_the_import_error_names_it(tmp_path: Path, hidden: str) -> None:
     code = f"import sys; sys.modules[{hidden!r}] = None; import toolcalls.agents.openai_agents"
     done = subprocess.run(
         [sys.executable, "-c", code],
-        env={**os.environ, "PYTHONPATH": str(link_to_the_package(tmp_path))},
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -298,6 +290,9 @@ def test_without_the_extra_the_import_error_names_it(tmp_path: Path, hidden: str
 
 
 def test_a_folder_named_agents_ahead_of_the_sdk_is_named(tmp_path: Path) -> None:
+    # A project of the user's with an agents/ package, Python started in its folder.
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "__init__.py").write_text('"""A project of its own."""\n')
     done = subprocess.run(
         [sys.executable, "-c", "import toolcalls.agents.openai_agents"],
         env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -310,6 +305,6 @@ def test_a_folder_named_agents_ahead_of_the_sdk_is_named(tmp_path: Path) -> None
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
     assert last == (
-        f"ImportError: the module imported as 'agents' ({ROOT / 'agents' / '__init__.py'}) is not "
-        "the OpenAI Agents SDK; start Python outside the folder that holds it"
+        f"ImportError: the module imported as 'agents' ({tmp_path / 'agents' / '__init__.py'}) "
+        "is not the OpenAI Agents SDK; start Python outside the folder that holds it"
     )

@@ -22,13 +22,8 @@ async def test_the_example_approves_its_own_call_and_prints_the_tool_s_result(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     SCRATCH.mkdir(exist_ok=True)
-    # The checkout's package without the repository's root, whose agents/ folder would hide the
-    # SDK's package of that name.
-    path = tmp_path / "path"
-    path.mkdir()
-    (path / "toolcalls").symlink_to(ROOT / "toolcalls")
     address = client.service_client.config.target_host
-    env = hermetic_env(tmp_path, TEMPORAL_ADDRESS=address, PYTHONPATH=str(path))
+    env = hermetic_env(tmp_path, TEMPORAL_ADDRESS=address, PYTHONPATH=str(ROOT))
     async with example_worker(client, task_queue, tmp_path / "deployment"):
         script = await asyncio.create_subprocess_exec(
             sys.executable,

@@ -163,15 +163,10 @@ def setting(
     (root / ".venv" / "bin").symlink_to(Path(sys.executable).parent)
     (root / ".venv" / ".installed-stamp").touch()
     bin_dir = str(Path(sys.executable).parent)
-    # The checkout's package as a reader's install gives it, without the repository's root on the
-    # path: its agents/ folder would hide the OpenAI Agents SDK's package of that name.
-    package = root / ".package"
-    package.mkdir()
-    (package / "toolcalls").symlink_to(ROOT / "toolcalls")
     env = hermetic_env(
         root,
         PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
-        PYTHONPATH=str(package),
+        PYTHONPATH=str(ROOT),
         TEMPORAL_ADDRESS=address,
         TEMPORAL_NAMESPACE="default",
         **secrets(),

@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agents import FunctionTool
+from agents import FunctionTool, Tool
 from agents.tool_context import ToolContext
 from temporalio import workflow
 
@@ -48,8 +48,9 @@ Definition = Mapping[str, Any]
 
 async def function_tools(
     calls: ToolCalls, definitions: Definitions | Iterable[Definition] | None = None
-) -> list[FunctionTool]:
-    """The profile's tools as ``FunctionTool``s whose calls run through ``calls``.
+) -> list[Tool]:
+    """The profile's tools as ``FunctionTool``s whose calls run through ``calls`` (typed as the
+    SDK's ``Tool``, what ``Agent(tools=...)`` takes).
 
     Without ``definitions`` they come from the deployment (``calls.definitions``: one activity on
     its task queue, for ``calls``' profile, or every enabled tool), recorded in the workflow's

@@ -28,8 +28,8 @@ try:
 except ImportError as exc:
     raise _missing(exc) from exc
 if not hasattr(_sdk, "FunctionTool"):
-    # A folder named agents/ ahead of the SDK on sys.path (this repository's own, when Python
-    # starts at its root) hides the SDK's top-level package.
+    # A folder named agents/ ahead of the SDK on sys.path (a project's own, when Python starts
+    # in the folder that holds it) hides the SDK's top-level package.
     raise ImportError(
         f"the module imported as 'agents' ({getattr(_sdk, '__file__', None)}) is not the OpenAI "
         "Agents SDK; start Python outside the folder that holds it"

@@ -24,7 +24,7 @@ from openai.types.responses import (
 DEFAULT_ANSWER = "Done. The tool said: {output}"
 
 
-class ScriptedModel(Model):  # type: ignore[misc]  # Any to mypy: see pyproject.toml
+class ScriptedModel(Model):
     """Asks for ``calls`` in order, one per turn, then answers ``answer`` (``{output}`` is the
     last tool output the model read). A call's arguments are a mapping, sent as JSON, or the
     text to send as they are.
