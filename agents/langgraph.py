@@ -30,6 +30,7 @@ try:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import convert_to_messages
     from langchain_core.runnables import Runnable, RunnableConfig
+    from langchain_core.runnables.config import merge_configs
     from langchain_core.tools import BaseTool, ToolException
     from langgraph.graph import END, START, MessagesState, StateGraph
     from langgraph.prebuilt import ToolNode, tools_condition
@@ -65,23 +66,20 @@ class ToolCallsTool(BaseTool):
     """One of the deployment's tools; calling it runs the call through the workflow's
     ``ToolCalls``. Only asynchronously, and only inside a workflow."""
 
-    args_schema: dict[str, Any]  # type: ignore[assignment]
+    args_schema: dict[str, Any]
     handle_tool_error: bool = True
     """A call that did not complete is a tool message with status ``"error"``, not an exception."""
     inline: bool | None = None
     """Run this tool's calls inline (``True``), as children (``False``), or as the ``ToolCalls``
     in the config chooses (``None``)."""
 
-    async def ainvoke(
-        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> Any:
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """Run the call; a model's tool call (``{"type": "tool_call", "id": ...}``) gives its id."""
         tool_call = isinstance(input, dict) and input.get("type") == "tool_call"
-        token = _call_id.set(input.get("id") if tool_call else None)
-        try:
-            return await super().ainvoke(input, config, **kwargs)
-        finally:
-            _call_id.reset(token)
+        # Set on every call (no reset: a workflow evicted mid-call closes this coroutine in
+        # another context), so an id never outlives the invocation that brought it.
+        _call_id.set(input.get("id") if tool_call else None)
+        return await super().ainvoke(input, config, **kwargs)
 
     def _run(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(
@@ -178,22 +176,19 @@ async def route(state: MessagesState) -> str:
 
     Asynchronous: LangGraph runs a synchronous router (``tools_condition`` itself) on a thread,
     which a workflow must not."""
-    return tools_condition(state)
+    return tools_condition(dict(state))
 
 
-def toolcalls_config(
-    tool_calls: ToolCalls, config: RunnableConfig | None = None
-) -> RunnableConfig:
+def toolcalls_config(tool_calls: ToolCalls, config: RunnableConfig | None = None) -> RunnableConfig:
     """``config`` (or a new one) carrying ``tool_calls`` to the graph's tools."""
-    base: dict[str, Any] = dict(config or {})
-    base["configurable"] = {**(base.get("configurable") or {}), CONFIG_KEY: tool_calls}
-    return RunnableConfig(**base)
+    return merge_configs(config, {"configurable": {CONFIG_KEY: tool_calls}})
 
 
 def _schema(item: Mapping[str, Any]) -> Mapping[str, Any]:
     for key in SCHEMA_KEYS:
         if key in item:
-            return item[key]
+            schema: Mapping[str, Any] = item[key]
+            return schema
     raise ValueError(f"{item.get('name')}: definition has no schema ({', '.join(SCHEMA_KEYS)})")
 
 
@@ -201,8 +196,8 @@ __all__ = [
     "CONFIG_KEY",
     "MissingToolCalls",
     "ToolCallsTool",
+    "ToolsNode",
     "agent_graph",
     "langchain_tools",
-    "ToolsNode",
     "toolcalls_config",
 ]

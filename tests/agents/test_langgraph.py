@@ -7,6 +7,7 @@ A real dev server, our worker for the deployment and a worker for the agent's wo
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -28,7 +30,6 @@ from tests.support.langgraph_agent import (
     AgentInput,
     AgentOutput,
     LangGraphAgent,
-    Script,
     ScriptedChatModel,
     asks,
 )
@@ -117,19 +118,24 @@ async def test_a_pure_tool_s_result_reaches_the_model_s_next_turn(
     assert (await child.describe()).status is not None
 
 
-async def test_an_inline_call_runs_in_the_agent_s_workflow(
-    client: Client, task_queue: str
-) -> None:
+async def test_an_inline_call_runs_in_the_agent_s_workflow(client: Client, task_queue: str) -> None:
     model = scripted(asks("calculator", {"expression": "2 ** 10"}, "c1"))
     handle, _ = await run_agent(client, task_queue, model, inline=True)
 
     [reply] = tool_messages(model.seen[1])
     assert json.loads(str(reply.content))["result"] == 1024
     history = await handle.fetch_history()
-    children = [e for e in history.events if e.HasField("start_child_workflow_execution_initiated_event_attributes")]
+    children = [
+        e
+        for e in history.events
+        if e.HasField("start_child_workflow_execution_initiated_event_attributes")
+    ]
     assert children == []
 
 
+# Stopping the worker drops the waiting graph's coroutines, and LangGraph's async generators
+# complain when they are collected (harmless: the next worker replays the run from history).
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 async def test_an_approved_call_survives_a_restart_and_its_result_reaches_the_model(
     client: Client, task_queue: str
 ) -> None:
@@ -141,6 +147,7 @@ async def test_an_approved_call_survives_a_restart_and_its_result_reaches_the_mo
         call_id = f"{handle.id}/tools/w1"
         await pending_approval(client.get_workflow_handle(call_id))
     assert len(model.seen) == 1  # the model waits with the call; nothing reached it yet
+    gc.collect()  # here, not in a later test
 
     # Both workers were stopped while the call waited; new ones pick the wait up.
     async with running_worker(client, config), agent_worker(client, task_queue, model, queue):
@@ -189,7 +196,7 @@ async def test_a_fixable_failure_lets_the_model_call_again_with_fixed_arguments(
     [failed] = tool_messages(model.seen[1])
     assert failed.status == "error"
     assert "fix: expression" in str(failed.content)
-    assert "call the tool again with expression fixed" in str(failed.content)
+    assert "the tool did not run" in str(failed.content)
     fixed = tool_messages(model.seen[2])[-1]
     assert fixed.status == "success"
     assert json.loads(str(fixed.content))["result"] == 8
