@@ -96,7 +96,7 @@ class ToolCallsTool(BaseTool):
         result = await calls.call(self.name, arguments, call_id=_call_id.get(), inline=self.inline)
         if type(result) is not ToolCallResult:
             # A sandbox that re-imports our models made its own classes; ours compare by identity.
-            result = ToolCallResult.model_validate(result.model_dump())
+            result = ToolCallResult.model_validate(result.model_dump(mode="json"))
         reply = model_reply(result)
         if reply.is_error:
             raise ToolException(reply.text)

@@ -22,7 +22,8 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.langgraph import LangGraphPlugin
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Replayer, Worker, WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from tests.support.harness import make_config, pending_approval, running_worker
 from tests.support.langgraph_agent import (
@@ -33,7 +34,7 @@ from tests.support.langgraph_agent import (
     ScriptedChatModel,
     asks,
 )
-from toolcalls.agents.langgraph import agent_graph, langchain_tools
+from toolcalls.agents.langgraph import MissingToolCalls, agent_graph, langchain_tools
 from toolcalls.worker.plugin import sandbox_runner
 from toolcalls.workflows.models.call import CapabilityPolicy, Effect
 from toolcalls.workflows.reach.client import ToolCallClient
@@ -68,13 +69,17 @@ async def plugin(client: Client, task_queue: str, model: ScriptedChatModel) -> L
 
 @asynccontextmanager
 async def agent_worker(
-    client: Client, deployment: str, model: ScriptedChatModel, queue: str
+    client: Client,
+    deployment: str,
+    model: ScriptedChatModel,
+    queue: str,
+    runner: WorkflowRunner | None = None,
 ) -> AsyncIterator[str]:
     async with Worker(
         client,
         task_queue=queue,
         workflows=[LangGraphAgent],
-        workflow_runner=sandbox_runner(),
+        workflow_runner=runner or sandbox_runner(),
         plugins=[await plugin(client, deployment, model)],
     ):
         yield queue
@@ -87,11 +92,15 @@ async def start_agent(client: Client, queue: str, input: AgentInput) -> AgentHan
 
 
 async def run_agent(
-    client: Client, task_queue: str, model: ScriptedChatModel, **input: Any
+    client: Client,
+    task_queue: str,
+    model: ScriptedChatModel,
+    runner: WorkflowRunner | None = None,
+    **input: Any,
 ) -> tuple[AgentHandle, AgentOutput]:
     async with (
         running_worker(client, make_config(task_queue)),
-        agent_worker(client, task_queue, model, f"agent-{uuid.uuid4()}") as queue,
+        agent_worker(client, task_queue, model, f"agent-{uuid.uuid4()}", runner) as queue,
     ):
         handle = await start_agent(
             client, queue, AgentInput(question="go", task_queue=task_queue, **input)
@@ -120,7 +129,8 @@ async def test_a_pure_tool_s_result_reaches_the_model_s_next_turn(
 
 async def test_an_inline_call_runs_in_the_agent_s_workflow(client: Client, task_queue: str) -> None:
     model = scripted(asks("calculator", {"expression": "2 ** 10"}, "c1"))
-    handle, _ = await run_agent(client, task_queue, model, inline=True)
+    # The SDK's own sandbox, which re-imports our models: the result is read all the same.
+    handle, _ = await run_agent(client, task_queue, model, SandboxedWorkflowRunner(), inline=True)
 
     [reply] = tool_messages(model.seen[1])
     assert json.loads(str(reply.content))["result"] == 1024
@@ -231,3 +241,11 @@ def test_importing_without_the_extra_names_it() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert "pip install 'toolcalls[langgraph]'" in done.stdout
+
+
+async def test_a_tool_without_tool_calls_in_the_config_says_how_to_give_it() -> None:
+    schema = {"type": "object", "properties": {"expression": {"type": "string"}}}
+    [tool] = langchain_tools([{"name": "calculator", "description": "", "parameters": schema}])
+    call = {"type": "tool_call", "name": "calculator", "args": {"expression": "1"}, "id": "x"}
+    with pytest.raises(MissingToolCalls, match=r"config=toolcalls_config\(ToolCalls"):
+        await tool.ainvoke(call)
