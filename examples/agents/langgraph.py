@@ -37,6 +37,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from temporalio.client import Client
 from temporalio.envconfig import ClientConfig
 from temporalio.langgraph import LangGraphPlugin, graph
+from temporalio.service import RPCError
 from temporalio.worker import Worker
 
 import toolcalls
@@ -91,7 +92,7 @@ async def waiting(calls: toolcalls.ToolCallClient, call: str) -> None:
         try:
             await calls.pending_approval(call)
             return
-        except Exception:  # not started yet, or not waiting yet
+        except (LookupError, RPCError):  # not started yet, or not waiting yet
             await asyncio.sleep(0.1)
     raise TimeoutError(f"{call}: no approval request after a minute")
 
