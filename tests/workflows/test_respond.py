@@ -26,7 +26,11 @@ from tests.support.harness import (
     wait_for,
 )
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
-from toolcalls.workflows.models.approval import MAX_RESPONSE_CHARS, ApprovalDecision
+from toolcalls.workflows.models.approval import (
+    MAX_RESPONSE_CHARS,
+    ApprovalDecision,
+    ApprovalRecord,
+)
 from toolcalls.workflows.models.call import CallStatus, ErrorCode, EventKind, ToolCallResult
 from toolcalls.workflows.models.reply import model_reply
 from toolcalls.workflows.reach.client import Delivery, ToolCallClient
@@ -88,7 +92,7 @@ async def test_the_client_responds_with_a_worker_and_queues_without_one(
         await listed_pending(tools, live.id, later.id)
         outcome = await tools.respond(live.id, ANSWER, responder="alice")
         assert outcome.delivery is Delivery.ACCEPTED
-        assert outcome.record is not None
+        assert isinstance(outcome.record, ApprovalRecord)
         assert outcome.record.response == ANSWER
         assert_responded(await live.result(), "alice", "update")
     assert probes.runs == {}
