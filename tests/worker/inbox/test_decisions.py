@@ -475,3 +475,46 @@ async def test_without_a_worker_the_inbox_lists_shows_and_queues(
     assert result.output == {"expression": "40 + 2", "result": 42}
     assert result.approval is not None
     assert (result.approval.approver, result.approval.via) == ("alice", "signal")
+
+
+async def test_reply_instead_answers_in_place_of_the_tool(
+    client: Client, deployment: Deployment, worker: None, visit: Visit
+) -> None:
+    handle = await start_call(
+        client, deployment.task_queue, "calculator", {"expression": "6 * 7"}, policy=NEEDS_APPROVAL
+    )
+    await pending_approval(handle)
+    path = call_path(handle.id)
+    # The approver rules apply as for a denial: mallory is offered nothing and refused.
+    mallory = visit()
+    await mallory.login("mallory")
+    hers = await mallory.get(path)
+    assert "Reply instead" not in buttons(hers.text)
+    bob = visit()
+    await bob.login("bob")
+    page = await bob.get(path)
+    assert "Reply instead" in buttons(page.text)
+    reply = form_for(page.text, "respond")
+    forged = await mallory.http.post(
+        path, data={**reply.fields, "csrf": forms(hers.text)[0].fields["csrf"], "response": "x"}
+    )
+    assert forged.status_code == 403
+    assert "mallory may not decide this call" in forged.text
+    blank = await bob.act(path, "respond", response="  ")
+    assert blank.status_code == 400
+    assert error(blank.text) == "Write the reply the model reads, or deny the call."
+    sent = await bob.act(path, "respond", response="It is 42; no need to compute it.")
+    assert sent.status_code == 303
+    assert sent.headers["location"].endswith("?done=responded")
+    result = await asyncio.wait_for(handle.result(), 30)
+    assert result.status is CallStatus.DENIED
+    assert result.error is not None
+    assert result.error.code is ErrorCode.RESPONDED
+    assert result.response == "It is 42; no need to compute it."
+    assert result.output is None  # the calculator never ran
+    assert result.approval is not None
+    assert result.approval.approver == "bob"
+    shown = await bob.get(sent.headers["location"])
+    assert notice(shown.text).startswith("Replied: the model reads your reply")
+    assert "replied instead</strong> by bob" in shown.text
+    assert "It is 42; no need to compute it." in html.unescape(shown.text)
