@@ -40,7 +40,6 @@ NEVER_RAN = frozenset(
         ErrorCode.INVALID_ARGUMENTS,
         ErrorCode.POLICY_DENIED,
         ErrorCode.APPROVAL_DENIED,
-        ErrorCode.RESPONDED,
         ErrorCode.APPROVAL_TIMED_OUT,
         ErrorCode.BUDGET_EXCEEDED,
         ErrorCode.TOOL_UNAVAILABLE,
@@ -55,9 +54,10 @@ class ModelReply:
     """A call's outcome as the model reads it.
 
     ``text`` is the tool message's content; ``data`` the same as JSON (``status``, and ``output``
-    or ``error``, ``note``) for fronts that send structured results. ``is_error`` is true for every
-    status but ``completed``; ``retry`` when the model can fix its arguments and call again
-    (``fixable_args``, named in the text).
+    or ``error``, ``note``; ``response`` and ``responded_by`` for an approver's answer) for fronts
+    that send structured results. ``is_error`` is true for every status but ``completed`` and an
+    approver's answer in place of the tool; ``retry`` when the model can fix its arguments and
+    call again (``fixable_args``, named in the text).
     """
 
     status: CallStatus
@@ -71,7 +71,9 @@ def model_reply(result: ToolCallResult) -> ModelReply:
     """The model's reading of ``result`` (see the module's docstring)."""
     if result.status is CallStatus.COMPLETED:
         return _completed(result)
-    if result.response is not None and result.error and result.error.code is ErrorCode.RESPONDED:
+    # Only the workflow ends a call ``denied`` with a response; a tool that reports the code
+    # itself ran, and reads as any failure.
+    if result.status is CallStatus.DENIED and result.response is not None:
         return _responded(result, result.response)
     error = result.error or ToolError(code=ErrorCode.INTERNAL, message="the call ended without one")
     lines = [f"{result.status.value}: {error.code.value}: {error.message}{_notes(error)}"]
