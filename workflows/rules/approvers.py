@@ -133,7 +133,7 @@ def resolve(
     settings: ApproversSettings | None, tool: str, capabilities: Sequence[str]
 ) -> ApprovalRule | None:
     """The approval rule of one call; ``None`` when the deployment says nothing about it
-    (anyone may decide, one approval, no reminders, no grants)."""
+    (anyone may decide, one approval, no reminders, no grants, answers allowed)."""
     if settings is None:
         return None
     keys = matching(settings, tool, capabilities)
