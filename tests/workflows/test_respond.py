@@ -25,6 +25,8 @@ from tests.support.harness import (
     update_rejection,
     wait_for,
 )
+from tests.support.patches import without_patch
+from toolcalls.workflows.call.decisions import RESPOND_PATCH
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.approval import (
     MAX_RESPONSE_CHARS,
@@ -188,4 +190,27 @@ async def test_under_a_two_person_rule_one_response_ends_the_call(
         await handle.execute_update(ToolCallWorkflow.decide, sent)
         result = await handle.result()
     assert_responded(result, "bob", "update")
+    assert probes.runs == {}
+
+
+async def test_a_run_without_the_patch_takes_no_response(client: Client, task_queue: str) -> None:
+    """As a worker from before responses: the update is refused and the signal ignored, so a
+    history recorded then replays the same way; an ordinary denial still ends the call."""
+    old = without_patch(client, RESPOND_PATCH)
+    async with running_worker(old, make_config(task_queue)) as probes:
+        handle = await start_call(old, task_queue, "probe_write", {"token": "old"})
+        pending = await pending_approval(handle)
+        sent = decision(pending, approved=False, response=ANSWER)
+        assert await update_rejection(handle, ToolCallWorkflow.decide, sent) == (
+            "this worker does not take answers in place of the tool"
+        )
+        await handle.signal(ToolCallWorkflow.deny, signal_decision(pending, "bob", response=ANSWER))
+        await wait_for(handle, lambda s: any(e.kind is EventKind.SIGNAL_IGNORED for e in s.events))
+        await handle.signal(ToolCallWorkflow.deny, signal_decision(pending, "bob", "no"))
+        result = await handle.result()
+    assert result.error is not None
+    assert result.error.code is ErrorCode.APPROVAL_DENIED
+    assert result.response is None
+    ignored = [e.message for e in result.events if e.kind is EventKind.SIGNAL_IGNORED]
+    assert ignored == ["deny from bob: this worker does not take answers in place of the tool"]
     assert probes.runs == {}
