@@ -102,6 +102,26 @@ async def approver_denied(client: Client, queue: str) -> Handle:
     return handle
 
 
+async def responded(client: Client, queue: str) -> Handle:
+    """An approver answers in place of the tool (``toolcalls-respond-decision``)."""
+    handle = await start_call(client, queue, "probe_write", {"token": "t3"})
+    state = await wait_for(handle, lambda s: s.pending_approval is not None)
+    pending = state.pending_approval
+    assert pending is not None
+    await handle.execute_update(
+        ToolCallWorkflow.decide,
+        ApprovalDecision(
+            request_id=pending.request_id,
+            digest=pending.digest,
+            approved=False,
+            approver="carol",
+            reason="already written",
+            response="The report is already in /srv/reports/q3.txt.",
+        ),
+    )
+    return handle
+
+
 async def approval_timed_out(client: Client, queue: str) -> Handle:
     return await start_call(
         client,
@@ -390,6 +410,8 @@ SCENARIOS: dict[str, Scenario] = {
     # Since approver names are canonical (``approver-identity-normalised``).
     "identity_counted_twice_before_patch": identity_counted_twice_before_patch,
     "identity_refused": identity_refused,
+    # Since an approver may answer in place of the tool (``toolcalls-respond-decision``).
+    "responded": responded,
 }
 WITHOUT_PATCH = {"identity_counted_twice_before_patch": IDENTITY_PATCH}
 """Recordings of the path before a patch: their worker leaves that patch off, as old code did."""
@@ -424,6 +446,7 @@ EXPECTED_STATUS = {
     "attested_notified": "completed",
     "identity_counted_twice_before_patch": "completed",
     "identity_refused": "completed",
+    "responded": "denied",
 }
 """The status each recorded history ends with; the replay test checks the files against it."""
 

@@ -25,6 +25,7 @@ from toolcalls.worker.sections import check_rule_keys
 from toolcalls.workflows.models.approval import (
     MAX_APPROVER_CHARS,
     MAX_REASON_CHARS,
+    MAX_RESPONSE_CHARS,
     GrantScope,
     GrantTerms,
 )
@@ -172,6 +173,11 @@ def check_decision_args(args: argparse.Namespace) -> str | None:
         return f"--reason: at most {MAX_REASON_CHARS} characters"
     if args.command == "answer" and (args.text is None) == (not args.decline):
         return "give either TEXT or --decline"
+    if args.command == "respond":
+        if not args.text.strip():
+            return "TEXT: a response cannot be blank"
+        if len(args.text) > MAX_RESPONSE_CHARS:
+            return f"TEXT: at most {MAX_RESPONSE_CHARS} characters"
     terms = args.command == "approve" and (args.scope is not None or args.any_arguments)
     if terms and args.remember is None:
         return "--scope and --any-arguments go with --remember"

@@ -28,7 +28,7 @@ from toolcalls.worker.telemetry import tracing
 from toolcalls.worker.telemetry.logs import configure_logging
 from toolcalls.worker.telemetry.settings import LogFormat
 
-DECISION_COMMANDS = ("approve", "deny", "answer")
+DECISION_COMMANDS = ("approve", "deny", "respond", "answer")
 SERVING_COMMANDS = ("worker", "dev", "codec-server", "mcp", "inbox")
 UNTRACED_COMMANDS = ("dev", "codec-server", "tools", "prune-payloads")
 

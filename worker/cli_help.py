@@ -76,6 +76,10 @@ COMMANDS: dict[str, Help] = {
         "deny the request a call waits on",
         'toolcalls deny write-1 --by alice --reason "wrong folder"',
     ),
+    "respond": Help(
+        "answer the request a call waits on in place of the tool (the tool does not run)",
+        'toolcalls respond write-1 "Use the reports folder instead." --by alice',
+    ),
     "answer": Help(
         "answer the question an ask_user call waits on, or decline it",
         "toolcalls answer q-1 CSV\ntoolcalls answer q-1 --decline",

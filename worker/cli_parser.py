@@ -211,9 +211,13 @@ def _call_parsers(commands_: Commands) -> None:
     reconcile = _command(commands_, "reconcile", parents=both)
     reconcile.add_argument("workflow_id", metavar="WORKFLOW_ID", help=WORKFLOW_ID)
 
-    for verb in ("approve", "deny"):
+    for verb in ("approve", "deny", "respond"):
         decide = _command(commands_, verb, parents=both)
         decide.add_argument("workflow_id", metavar="WORKFLOW_ID", help=WORKFLOW_ID)
+        if verb == "respond":
+            decide.add_argument(
+                "text", metavar="TEXT", help="what the model reads in place of the tool's output"
+            )
         decide.add_argument("--by", metavar="NAME", help="who decides (default: your user name)")
         decide.add_argument("--reason", metavar="TEXT", help="why")
     approve = commands_.choices["approve"]

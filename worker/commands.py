@@ -1,5 +1,5 @@
-"""The call commands of ``toolcalls``: call, pending, show, reconcile, approve, deny, answer,
-tools, and prune-payloads.
+"""The call commands of ``toolcalls``: call, pending, show, reconcile, approve, deny, respond,
+answer, tools, and prune-payloads.
 
 They connect like the worker (``--config``, ``temporalio.envconfig``, ``--address``,
 ``--namespace``) and do what ``toolcalls.workflows.reach.client.ToolCallClient`` does, printing text
@@ -149,6 +149,10 @@ async def run(config: Config, args: argparse.Namespace) -> int:
             extras = decision_extras(args)
             outcome = await calls.approve(
                 args.workflow_id, approver=args.by, reason=args.reason, **extras
+            )
+        elif args.command == "respond":
+            outcome = await calls.respond(
+                args.workflow_id, args.text, responder=args.by, reason=args.reason
             )
         else:
             outcome = await calls.deny(args.workflow_id, approver=args.by, reason=args.reason)
@@ -341,7 +345,7 @@ def _phase_text(view: CallView) -> str:
         return state.result.status.value
     text = state.phase.value.replace("_", " ")
     if state.phase is Phase.AWAITING_APPROVAL:
-        text += f" (toolcalls approve|deny {state.workflow_id})"
+        text += f" (toolcalls approve|deny|respond {state.workflow_id})"
     elif state.phase is Phase.AWAITING_ANSWER:
         text += f" (toolcalls answer {state.workflow_id} TEXT)"
     if view.running and not view.live:
@@ -374,8 +378,8 @@ class _ProgressLine:
             self.stream.flush()
 
 
-_DONE = {"approve": "approved", "deny": "denied", "answer": "answered"}
-_SENT = {"approve": "approval", "deny": "denial", "answer": "answer"}
+_DONE = {"approve": "approved", "deny": "denied", "respond": "responded to", "answer": "answered"}
+_SENT = {"approve": "approval", "deny": "denial", "respond": "response", "answer": "answer"}
 
 
 def _report(args: argparse.Namespace, outcome: Outcome) -> int:

@@ -81,6 +81,8 @@ def _call_ids(workflow_id: str, call_id: str) -> str:
 
 def approval_text(record: ApprovalRecord) -> str:
     verdict = "approved" if record.approved else "denied"
+    if record.response is not None:
+        verdict = "answered in place of the tool"
     who = record.approver or "an unnamed approver"
     because = f": {record.reason}" if record.reason else ""
     return f"{verdict} by {who} via {record.via} at {when(record.decided_at)}{because}"
@@ -104,6 +106,8 @@ def result_text(result: ToolCallResult) -> str:
         rows.append(("error", f"{error.code.value}: {error.message}{extra}"))
     if result.approval is not None:
         rows.append(("approval", approval_text(result.approval)))
+    if result.response is not None:
+        rows.append(("response", result.response))
     rows.append(
         ("took", f"{result.run_seconds:.2f}s running, {result.waited_seconds:.2f}s waiting")
     )

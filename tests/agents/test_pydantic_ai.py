@@ -206,6 +206,29 @@ async def test_a_denial_and_its_reason_reach_the_model(
     assert "staging copy" in output
 
 
+async def test_an_answer_in_place_of_the_tool_reaches_the_model_as_its_output(
+    client: Client, task_queue: str, queue: str
+) -> None:
+    prompt = script(call("probe_write", {"token": "t3"}, "w3"), answer)
+    probes = ProbeTools()
+    async with running_worker(client, make_config(task_queue), probes), agent_worker(client, queue):
+        handle = await start_agent(client, queue, prompt, task_queue)
+        child_id = inline_workflow_id(handle.id, "w3")
+        await pending_approval(client.get_workflow_handle_for(ToolCallWorkflow.run, child_id))
+        calls = ToolCallClient(client, task_queue=task_queue)
+        await calls.respond(child_id, "The staging copy is already up to date.", responder="bob")
+        output = await asyncio.wait_for(handle.result(), 60)
+    assert probes.runs == {}
+    returned = last_return(SEEN[prompt].turns[1])
+    assert returned.outcome == "success"
+    assert returned.content == (
+        "a person answered in place of the tool (it did not run): "
+        "The staging copy is already up to date."
+    )
+    assert "already up to date" in output
+    await replay(handle)
+
+
 async def test_a_fixable_failure_asks_the_model_to_call_again(
     client: Client, task_queue: str, queue: str
 ) -> None:

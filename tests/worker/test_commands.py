@@ -232,7 +232,10 @@ async def test_progress_shows_on_a_terminal_only(
     assert process.returncode == 0
     assert field(stdout.decode(), "status") == "completed"
     text = seen.decode()
-    waiting = f"{workflow_id} calculator: awaiting approval (toolcalls approve|deny {workflow_id})"
+    waiting = (
+        f"{workflow_id} calculator: awaiting approval "
+        f"(toolcalls approve|deny|respond {workflow_id})"
+    )
     assert re.search(r"\r\d+s " + re.escape(waiting) + r"\x1b\[K", text), text
     # Every redraw is one line, and the line is erased before the result is printed.
     assert "\n" not in text

@@ -386,3 +386,44 @@ async def test_calls_the_inline_path_cannot_carry_run_as_children(
     assert result.output == {"text": "hi"}
     assert (await history_types(parent)).count(CHILD_STARTED) == 0
     assert (state / "attestation.keys").stat().st_mode & 0o777 == 0o600
+
+
+async def test_an_inline_call_takes_a_response_in_place_of_the_tool(
+    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the parent's handlers: by update with a worker, queued as the deny signal without
+    one; the tool never runs and the parent's history replays."""
+    calls = ToolCallClient(client, task_queue=task_queue)
+    config = inline_config(task_queue, monkeypatch, ceiling=ALLOW_ALL)
+    batch = [write("a", "ta"), write("b", "tb")]
+    async with running_worker(client, config) as probes:
+        async with app_worker(client) as queue:
+            parent = await start_parent(
+                client,
+                queue,
+                ParentInput(
+                    task_queue=task_queue, batches=[batch], policy=NEEDS_APPROVAL, inline=True
+                ),
+            )
+            a, b = (f"{parent.id}/tools/{c}" for c in "ab")
+            await listed(calls, a)
+            await listed(calls, b)
+            live = await calls.respond(a, "Already written.", responder="alice")
+            assert live.delivery is Delivery.ACCEPTED
+        queued = await calls.respond(b, "Not needed.", responder="bob")
+        assert queued.delivery is Delivery.QUEUED
+        async with app_worker(client, queue, max_cached_workflows=0):
+            output = await asyncio.wait_for(parent.result(), 30)
+    first, second = output.results
+    for result, text, via in (
+        (first, "Already written.", "update"),
+        (second, "Not needed.", "signal"),
+    ):
+        assert result.status is CallStatus.DENIED
+        assert result.error is not None
+        assert result.error.code is ErrorCode.RESPONDED
+        assert result.response == text
+        assert result.approval is not None
+        assert result.approval.via == via
+    assert probes.runs == {}
+    await replays(parent)

@@ -23,12 +23,13 @@ from tests.support.tools import ALL_FAMILIES
 from toolcalls.activities.runtime import ToolRuntime
 from toolcalls.worker.config import build_catalog
 from toolcalls.worker.plugin import sandbox_runner
-from toolcalls.workflows.call.decisions import IDENTITY_PATCH
+from toolcalls.workflows.call.decisions import IDENTITY_PATCH, RESPOND_PATCH
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.attest import ATTEST_PATCH
 from toolcalls.workflows.models.call import (
     WORKFLOW_NAME,
     CallStatus,
+    ErrorCode,
     EventKind,
     ToolCallRequest,
     ToolCallResult,
@@ -119,6 +120,25 @@ def test_with_canonical_names_a_spelling_is_the_same_approver() -> None:
         "approve from alice\u200b: 'alice\\u200b': a name cannot hold the invisible character "
         "U+200B (ZERO WIDTH SPACE)",
     ]
+
+
+def test_a_response_in_place_of_the_tool_is_recorded_under_its_patch() -> None:
+    """Recorded since approvers may answer in place of the tool: the patch's marker is there,
+    the call ended ``responded`` with the answer, and no tool activity was scheduled."""
+    name = "responded"
+    assert RESPOND_PATCH in _patches(name)
+    result = _result(name)
+    assert result.error is not None
+    assert result.error.code is ErrorCode.RESPONDED
+    assert result.response == "The report is already in /srv/reports/q3.txt."
+    assert result.approval is not None
+    assert (result.approval.approver, result.approval.response) == ("carol", result.response)
+    scheduled = [
+        event.activity_task_scheduled_event_attributes.activity_type.name
+        for event in _load(HISTORIES / f"{name}.json").events
+        if event.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert "probe_write" not in scheduled
 
 
 @workflow.defn(name=WORKFLOW_NAME, sandboxed=False)

@@ -153,3 +153,20 @@ def test_canceled_carries_partial_output() -> None:
 def test_a_result_without_an_error_is_an_internal_one() -> None:
     reply = model_reply(result(CallStatus.FAILED))
     assert reply.text == "failed: internal: the call ended without one"
+
+
+def test_a_person_s_answer_in_place_of_the_tool_is_its_output() -> None:
+    error = ToolError(code=ErrorCode.RESPONDED, message="alice answered in place of the tool")
+    record = denial("wrong folder").model_copy(update={"response": "Use /docs/a.txt instead."})
+    reply = model_reply(
+        result(CallStatus.DENIED, error=error, approval=record, response=record.response)
+    )
+    assert reply.text == (
+        "a person answered in place of the tool (it did not run): Use /docs/a.txt instead."
+    )
+    assert reply.data == {
+        "status": "denied",
+        "response": "Use /docs/a.txt instead.",
+        "responded_by": "alice",
+    }
+    assert (reply.is_error, reply.retry) == (False, False)

@@ -21,7 +21,8 @@ history, so the agent's worker needs no tool configuration and a replay sees wha
 
 What the model reads is ``toolcalls.workflows.models.reply.model_reply`` of each result:
 
-- ``completed``: the reply's text, returned as the tool's result;
+- ``completed``, and an approver's answer in place of the tool (``responded``): the reply's
+  text, returned as the tool's result;
 - ``failed`` with ``fixable_args``: ``ModelRetry`` with the reply's text, so pydantic-ai asks the
   model to call again with those arguments fixed (counted against the tool's ``max_retries``;
   once they are used up, as below);

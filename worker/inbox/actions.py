@@ -1,4 +1,5 @@
-"""The actions of a call's page: approve, approve and remember, deny, edit, answer, decline.
+"""The actions of a call's page: approve, approve and remember, deny, reply instead (a response
+in place of the tool), edit, answer, decline.
 
 Each one is bound to the request the page showed (its id and digest), names the signed-in user as
 the one who decides (never a form field), and is refused with 403 before it reaches the call when
@@ -105,12 +106,17 @@ def _reason(exc: Exception) -> str:
     return text.split(": ", 1)[1] if ": " in text else text
 
 
-async def _decide(action: _Action, *, approved: bool, remember: bool = False) -> Response:
+async def _decide(
+    action: _Action, *, approved: bool, remember: bool = False, respond: bool = False
+) -> Response:
     pending = await action.approval()
     form = action.form
     if form_text(form, "digest") != pending.digest:
         return await action.again("The call changed since the page was loaded: review it.", 409)
     reason = form_text(form, "reason").strip() or None
+    response = form_text(form, "response") if respond else None
+    if response is not None and not response.strip():
+        return await action.again("Write the reply the model reads, or deny the call.", 400)
     try:
         terms = _grant_terms(form) if remember else None
         decision = ApprovalDecision(
@@ -120,11 +126,12 @@ async def _decide(action: _Action, *, approved: bool, remember: bool = False) ->
             approver=action.name,
             reason=reason,
             remember=terms,
+            response=response,
         )
     except (ValidationError, ValueError) as exc:
         return await action.again(f"Nothing was done: {_first_error(exc)}.", 400)
     outcome = await action.inbox.calls.decide(action.workflow_id, decision)
-    verb = "approved" if approved else "denied"
+    verb = "approved" if approved else "responded" if respond else "denied"
     log.info("%s %s %s (%s)", action.name, verb, action.workflow_id, outcome.delivery.value)
     if outcome.delivery is Delivery.REJECTED:
         return await action.again(f"The call refused the decision: {outcome.reason}", 409)
@@ -164,6 +171,10 @@ async def _remember(action: _Action) -> Response:
 
 async def _deny(action: _Action) -> Response:
     return await _decide(action, approved=False)
+
+
+async def _respond(action: _Action) -> Response:
+    return await _decide(action, approved=False, respond=True)
 
 
 async def _edit(action: _Action) -> Response:
@@ -229,6 +240,7 @@ _ACTIONS = {
     "approve": _approve,
     "remember": _remember,
     "deny": _deny,
+    "respond": _respond,
     "edit": _edit,
     "answer": _answer,
     "decline": _decline,

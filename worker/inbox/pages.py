@@ -49,6 +49,8 @@ NOTICES = {
     "recorded": "Your approval is recorded; the call waits for more approvers.",
     "remembered": "Approved, and later calls like it are approved by a standing grant.",
     "denied": "Denied.",
+    "responded": "Replied: the model reads your reply in place of the tool's output; the tool "
+    "did not run.",
     "answered": "Answered.",
     "declined": "You declined to answer.",
     "queued": "Queued: no worker is serving this call; it applies when one does.",

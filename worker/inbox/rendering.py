@@ -388,7 +388,10 @@ def _record(record: ApprovalRecord) -> Decision:
     what = "approved" if record.approved else "denied"
     if record.via == "grant":
         what += " by a standing grant"
-    return Decision(record.decided_at, what, record.approver or "-", record.reason or "")
+    detail = record.reason or ""
+    if record.response is not None:
+        what, detail = "replied instead", record.response
+    return Decision(record.decided_at, what, record.approver or "-", detail)
 
 
 def decisions(result: ToolCallResult) -> list[Decision]:

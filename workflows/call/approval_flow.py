@@ -110,10 +110,20 @@ class ApprovalFlow(Edits):
         assert final is not None
         self._approval = final
         outcome = "approved" if final.approved else "denied"
+        if final.response is not None:
+            outcome = "responded"
         telemetry.approval_ended(self._call_id, plan.tool, outcome, self._waited)
         if not final.approved:
             who = final.approver or "an unnamed approver"
             because = f": {final.reason}" if final.reason else ""
+            if final.response is not None:
+                raise _Ended(
+                    self._end(
+                        CallStatus.DENIED,
+                        ErrorCode.RESPONDED,
+                        f"{plan.tool}: {who} answered in place of the tool{because}",
+                    )
+                )
             raise _Ended(
                 self._end(
                     CallStatus.DENIED,
@@ -161,7 +171,9 @@ class ApprovalFlow(Edits):
     async def decide(self, decision: ApprovalDecision) -> ApprovalRecord:
         """Approve or deny the pending request; with ``arguments``, approve an edited call."""
         self._canonical_names()
-        problem = self._decision_problem(decision, decision.approved)
+        problem = self._decision_problem(decision, decision.approved) or self._response_problem(
+            decision
+        )
         if problem:
             raise ApplicationError(problem, type="rejected", non_retryable=True)
         decision = self._canonical(decision)

@@ -81,7 +81,13 @@ class Approvals:
         if any(record.approver == decision.approver for record in self.records):
             return f"{decision.approver!r} already approved this call"
         if not approved and (decision.arguments is not None or decision.remember is not None):
-            return "a denial cannot edit the arguments or create a grant"
+            what = "an answer in place of the tool" if decision.response else "a denial"
+            return f"{what} cannot edit the arguments or create a grant"
+        if decision.response is not None:
+            if approved:
+                return "an answer in place of the tool goes with a denial (approved=false)"
+            if not self.rule.respond:
+                return "this deployment does not allow answering a call in place of the tool"
         if decision.remember is not None:
             limit = self.rule.max_grant
             if limit is None:
@@ -111,6 +117,7 @@ class Approvals:
             reason=decision.reason,
             decided_at=now,
             via=via,
+            response=decision.response,
         )
         if approved:
             self.records.append(record)
@@ -130,5 +137,6 @@ class Approvals:
                 "approved_by": [record.approver for record in self.records],
                 "escalated": self.escalated,
                 "max_grant": rule.max_grant,
+                "respond": rule.respond,
             }
         )

@@ -414,6 +414,7 @@ class CallBase:
             approval=self._approval,
             approvals=list(self._approved_by),
             edits=list(self._edits),
+            response=self._approval.response if self._approval else None,
             digest=plan.digest if plan else None,
             profile=self._request.profile,
             profile_digest=plan.profile_digest if plan else None,

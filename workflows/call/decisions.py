@@ -26,6 +26,11 @@ IDENTITY_PATCH = "approver-identity-normalised"
 """Approver names are canonicalised before they are compared or recorded; one with an invisible
 character is refused. Asked once per call, by the first decision handler."""
 
+RESPOND_PATCH = "toolcalls-respond-decision"
+"""A denial may carry an answer in place of the tool (``DecisionInput.response``). Asked by the
+handler that takes such a decision: a worker from before it could not read one (it refused the
+update and ignored the signal), so a history without the marker replays that way."""
+
 _Decision = TypeVar("_Decision", bound=DecisionInput)
 
 Edit = tuple[DecisionInput, str, int, bool]
@@ -88,7 +93,7 @@ class Decisions(ApprovalRequests):
         if decision is None:
             telemetry.decision_refused("signal", "ignored")
             return
-        problem = self._decision_problem(decision, approved)
+        problem = self._decision_problem(decision, approved) or self._response_problem(decision)
         if problem:
             telemetry.decision_refused("signal", "ignored")
             self._event(
@@ -101,6 +106,14 @@ class Decisions(ApprovalRequests):
             self._queue_edit(decision, "signal")
             return
         self._accept(decision, approved, "signal")
+
+    def _response_problem(self, decision: DecisionInput) -> str | None:
+        """Why this run cannot take ``decision``'s response (it was recorded before responses
+        existed), or ``None``; asks ``RESPOND_PATCH``, so only a handler calls it, after the
+        checks every decision passes."""
+        if decision.response is None or workflow.patched(RESPOND_PATCH):
+            return None
+        return "this worker does not take answers in place of the tool"
 
     def _decision_problem(self, decision: DecisionInput, approved: bool) -> str | None:
         """Why ``decision`` cannot be taken now, or ``None``; the same for updates and signals."""
@@ -133,6 +146,8 @@ class Decisions(ApprovalRequests):
             count = f"{len(approvals.records)} of {approvals.rule.min_approvals}"
             self._event(EventKind.APPROVAL_RECORDED, f"by {who} via {via} ({count}){because}")
             self._republish()
+        elif record.response is not None:
+            self._event(EventKind.RESPONDED, f"by {who} via {via}{because}: the tool will not run")
         else:
             kind = EventKind.APPROVAL_GRANTED if approved else EventKind.APPROVAL_DENIED
             self._event(kind, f"by {who} via {via}{because}")

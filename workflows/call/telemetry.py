@@ -41,10 +41,10 @@ CALL_ERRORS = "toolcalls_call_errors"
 """Counter: calls that ended with an error, by ``tool`` and ``code``."""
 DECISIONS = "toolcalls_decisions"
 """Counter: approval decisions received, by ``channel`` (update, signal) and ``outcome``
-(approved, denied, ignored, rejected)."""
+(approved, denied, responded, ignored, rejected)."""
 APPROVAL_WAIT = "toolcalls_approval_wait_seconds"
 """Histogram: how long a call waited for its approval, by ``tool`` and ``outcome`` (approved,
-denied, timed_out)."""
+denied, responded, timed_out)."""
 APPROVAL_WAIT_BUCKETS = (1.0, 5.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 14400.0, 86400.0, 604800.0)
 """Seconds: approvals take from seconds to days."""
 WORKFLOW_METRICS = (CALLS, CALL_ERRORS, DECISIONS, APPROVAL_WAIT)
@@ -99,6 +99,8 @@ def approval_requested(call_id: str, plan: CallPlan, request_id: str) -> None:
 def approval_decision(call_id: str, tool: str, record: ApprovalRecord) -> None:
     """A decision was accepted (each approval of several counts)."""
     outcome = "approved" if record.approved else "denied"
+    if record.response is not None:
+        outcome = "responded"
     _count(DECISIONS, {"channel": record.via, "outcome": outcome})
     _span(
         SPAN_APPROVAL_DECIDED,
@@ -118,7 +120,7 @@ def decision_refused(via: str, outcome: str) -> None:
 
 
 def approval_ended(call_id: str, tool: str, outcome: str, waited: timedelta) -> None:
-    """The approval wait ended: approved, denied or timed_out."""
+    """The approval wait ended: approved, denied, responded or timed_out."""
     if _replaying():
         return
     workflow.metric_meter().create_histogram_timedelta(

@@ -10,10 +10,11 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 MAX_APPROVER_CHARS = 200
 MAX_REASON_CHARS = 2_000
+MAX_RESPONSE_CHARS = 4_000
 
 
 class _Model(BaseModel):
@@ -55,6 +56,8 @@ class ApprovalRule(_Model):
     escalate_shown: list[str] = Field(default_factory=list)
     max_grant: timedelta | None = None
     """Longest standing grant a decision may create; ``None``: decisions cannot remember."""
+    respond: bool = True
+    """Whether an approver may answer in place of the tool (``[approvers] respond``)."""
 
 
 class ApprovalRequest(_Model):
@@ -82,6 +85,8 @@ class ApprovalRequest(_Model):
     escalated: bool = False
     max_grant: timedelta | None = None
     """Longest standing grant a decision may create; ``None``: none."""
+    respond: bool = True
+    """Whether an approver may answer in place of the tool (a "respond" decision)."""
 
 
 class GrantScope(StrEnum):
@@ -113,6 +118,16 @@ class DecisionInput(_Model):
     """Edited arguments: the call is planned and previewed again and the approval binds to them."""
     remember: GrantTerms | None = None
     """Grant the same approval to later calls (only with an approval)."""
+    response: str | None = Field(default=None, max_length=MAX_RESPONSE_CHARS)
+    """Answer in place of the tool (only with a denial): the tool never runs and the model reads
+    this text as the tool's output, marked as a person's answer."""
+
+    @field_validator("response")
+    @classmethod
+    def _response(cls, response: str | None) -> str | None:
+        if response is not None and not response.strip():
+            raise ValueError("a response cannot be blank")
+        return response
 
 
 class ApprovalDecision(DecisionInput):
@@ -136,6 +151,8 @@ class ApprovalRecord(_Model):
     """The standing grant this decision created, or (``via="grant"``) the one that approved."""
     expires_at: datetime | None = None
     """When that grant ends."""
+    response: str | None = None
+    """The approver's answer in place of the tool (a "respond" decision): the tool did not run."""
 
 
 class ArgumentEdit(_Model):

@@ -117,6 +117,8 @@ class ErrorCode(StrEnum):
     INVALID_ARGUMENTS = "invalid_arguments"
     POLICY_DENIED = "policy_denied"
     APPROVAL_DENIED = "approval_denied"
+    RESPONDED = "responded"
+    """An approver answered in place of the tool, which did not run (``response`` holds it)."""
     APPROVAL_TIMED_OUT = "approval_timed_out"
     BUDGET_EXCEEDED = "budget_exceeded"
     PRECONDITION_FAILED = "precondition_failed"
@@ -306,6 +308,8 @@ class EventKind(StrEnum):
     APPROVAL_REQUESTED = "approval_requested"
     APPROVAL_GRANTED = "approval_granted"
     APPROVAL_DENIED = "approval_denied"
+    RESPONDED = "responded"
+    """An approver answered in place of the tool (a "respond" decision)."""
     APPROVAL_TIMED_OUT = "approval_timed_out"
     QUESTION_ASKED = "question_asked"
     QUESTION_ANSWERED = "question_answered"
@@ -350,6 +354,8 @@ class ToolCallResult(_Model):
     approvals: list[ApprovalRecord] = Field(default_factory=list)
     """Every approval recorded for the digest that ran (two-person rule)."""
     edits: list[ArgumentEdit] = Field(default_factory=list)
+    response: str | None = None
+    """An approver's answer in place of the tool (``responded``): the model reads it as output."""
     digest: str | None = None
     profile: str | None = None
     profile_digest: str | None = None

@@ -6,7 +6,8 @@ for the same outcome, so a prompt that handles one handles all:
 - ``completed``: the tool's output as JSON; when the tool cut it short (``"truncated": true``),
   a last line says so and how to see the rest;
 - ``denied``: who decided and why. A human's denial carries the approver's reason, which is
-  written for the model; a policy or budget denial carries the rule;
+  written for the model; a policy or budget denial carries the rule. A person's answer in place
+  of the tool (``responded``) is not an error: the model reads the answer, marked as a person's;
 - ``failed``: the typed error, and which arguments to fix when the model can (``fixable_args``),
   in which case ``retry`` is true: the model should call again with fixed arguments;
 - ``timed_out``: whether the tool never ran (no decision in time) or ran out of time;
@@ -32,6 +33,7 @@ UNCERTAIN_NOTE = (
     "the action may have happened: do not repeat it; tell the user it is uncertain and let them "
     "check"
 )
+RESPONDED_NOTE = "a person answered in place of the tool (it did not run): "
 NEVER_RAN = frozenset(
     {
         ErrorCode.UNKNOWN_TOOL,
@@ -52,9 +54,10 @@ class ModelReply:
     """A call's outcome as the model reads it.
 
     ``text`` is the tool message's content; ``data`` the same as JSON (``status``, and ``output``
-    or ``error``, ``note``) for fronts that send structured results. ``is_error`` is true for every
-    status but ``completed``; ``retry`` when the model can fix its arguments and call again
-    (``fixable_args``, named in the text).
+    or ``error``, ``note``; ``response`` and ``responded_by`` for an approver's answer) for fronts
+    that send structured results. ``is_error`` is true for every status but ``completed`` and an
+    approver's answer in place of the tool; ``retry`` when the model can fix its arguments and
+    call again (``fixable_args``, named in the text).
     """
 
     status: CallStatus
@@ -68,6 +71,10 @@ def model_reply(result: ToolCallResult) -> ModelReply:
     """The model's reading of ``result`` (see the module's docstring)."""
     if result.status is CallStatus.COMPLETED:
         return _completed(result)
+    # Only the workflow ends a call ``denied`` with a response; a tool that reports the code
+    # itself ran, and reads as any failure.
+    if result.status is CallStatus.DENIED and result.response is not None:
+        return _responded(result, result.response)
     error = result.error or ToolError(code=ErrorCode.INTERNAL, message="the call ended without one")
     lines = [f"{result.status.value}: {error.code.value}: {error.message}{_notes(error)}"]
     data: dict[str, Any] = {"status": result.status.value, "error": error.model_dump(mode="json")}
@@ -90,6 +97,13 @@ def _completed(result: ToolCallResult) -> ModelReply:
         text += "\n" + TRUNCATED_NOTE
         data["note"] = TRUNCATED_NOTE
     return ModelReply(result.status, text, data)
+
+
+def _responded(result: ToolCallResult, response: str) -> ModelReply:
+    """A person's answer in place of the tool: the tool's output as far as the model goes."""
+    by = result.approval.approver if result.approval is not None else ""
+    data: dict[str, Any] = {"status": result.status.value, "response": response, "responded_by": by}
+    return ModelReply(result.status, RESPONDED_NOTE + response, data)
 
 
 def _notes(error: ToolError) -> str:

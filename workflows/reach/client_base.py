@@ -279,8 +279,8 @@ class ClientBase:
                     record is not None
                     and record.via == "update"
                     and (
-                        (record.request_id, record.approved, record.reason)
-                        == (sent.request_id, sent.approved, sent.reason)
+                        (record.request_id, record.approved, record.reason, record.response)
+                        == (sent.request_id, sent.approved, sent.reason, sent.response)
                     )
                     # The call records the approver's canonical name.
                     and (
@@ -330,6 +330,26 @@ class ClientBase:
             approved=False,
             approver=approver,
             reason=reason,
+        )
+        return await self.decide(workflow_id, decision)
+
+    async def respond(
+        self, workflow_id: str, text: str, *, responder: str = "", reason: str | None = None
+    ) -> Outcome:
+        """Answer the call's pending request in place of the tool: the call ends ``denied``
+        (``responded``), the tool never runs, and the model reads ``text`` as its output.
+
+        Raises:
+            pydantic.ValidationError: ``text`` is blank or too long.
+        """
+        pending = await self.pending_approval(workflow_id)
+        decision = ApprovalDecision(
+            request_id=pending.request_id,
+            digest=pending.digest,
+            approved=False,
+            approver=responder,
+            reason=reason,
+            response=text,
         )
         return await self.decide(workflow_id, decision)
 

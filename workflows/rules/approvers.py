@@ -51,6 +51,9 @@ class ApproverRule(_Section):
     escalate_after_seconds: float | None = Field(default=None, gt=0)
     escalate_to: Names = Field(default_factory=list)
     """Names or groups who may also decide once ``escalate_after_seconds`` passed undecided."""
+    respond: bool = True
+    """Whether an approver may answer these calls in place of the tool; false in any matching
+    rule forbids it."""
 
     @model_validator(mode="after")
     def _escalation(self) -> ApproverRule:
@@ -66,6 +69,8 @@ class ApproversSettings(_Section):
     rules: dict[str, ApproverRule] = Field(default_factory=dict)
     max_grant_seconds: float = Field(default=0, ge=0)
     """Longest standing grant a decision may create; 0 (the default) allows none."""
+    respond: bool = True
+    """Whether an approver may answer a call in place of the tool (a "respond" decision)."""
 
     @field_validator("groups")
     @classmethod
@@ -128,14 +133,14 @@ def resolve(
     settings: ApproversSettings | None, tool: str, capabilities: Sequence[str]
 ) -> ApprovalRule | None:
     """The approval rule of one call; ``None`` when the deployment says nothing about it
-    (anyone may decide, one approval, no reminders, no grants)."""
+    (anyone may decide, one approval, no reminders, no grants, answers allowed)."""
     if settings is None:
         return None
     keys = matching(settings, tool, capabilities)
     max_grant = (
         timedelta(seconds=settings.max_grant_seconds) if settings.max_grant_seconds else None
     )
-    if not keys and max_grant is None:
+    if not keys and max_grant is None and settings.respond:
         return None
     rules = [settings.rules[key] for key in keys]
     allowed: set[str] | None = None
@@ -163,4 +168,5 @@ def resolve(
         escalate_to=sorted(settings.expand(first.escalate_to)) if first else [],
         escalate_shown=list(first.escalate_to) if first else [],
         max_grant=max_grant,
+        respond=settings.respond and all(rule.respond for rule in rules),
     )

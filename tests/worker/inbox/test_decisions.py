@@ -15,7 +15,14 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from tests.support.harness import history_types, pending_approval, pending_question, start_call
+from tests.support.harness import (
+    history_types,
+    make_config,
+    pending_approval,
+    pending_question,
+    running_worker,
+    start_call,
+)
 from tests.support.inline import app_worker, listed as inline_listed, start_parent
 from tests.support.parents import AgentParent, ParentInput
 from tests.worker.inbox.conftest import Deployment, Visit
@@ -475,3 +482,79 @@ async def test_without_a_worker_the_inbox_lists_shows_and_queues(
     assert result.output == {"expression": "40 + 2", "result": 42}
     assert result.approval is not None
     assert (result.approval.approver, result.approval.via) == ("alice", "signal")
+
+
+async def test_reply_instead_answers_in_place_of_the_tool(
+    client: Client, deployment: Deployment, worker: None, visit: Visit
+) -> None:
+    handle = await start_call(
+        client, deployment.task_queue, "calculator", {"expression": "6 * 7"}, policy=NEEDS_APPROVAL
+    )
+    await pending_approval(handle)
+    path = call_path(handle.id)
+    # The approver rules apply as for a denial: mallory is offered nothing and refused.
+    mallory = visit()
+    await mallory.login("mallory")
+    hers = await mallory.get(path)
+    assert "Reply instead" not in buttons(hers.text)
+    bob = visit()
+    await bob.login("bob")
+    page = await bob.get(path)
+    assert "Reply instead" in buttons(page.text)
+    reply = form_for(page.text, "respond")
+    forged = await mallory.http.post(
+        path, data={**reply.fields, "csrf": forms(hers.text)[0].fields["csrf"], "response": "x"}
+    )
+    assert forged.status_code == 403
+    assert "mallory may not decide this call" in forged.text
+    blank = await bob.act(path, "respond", response="  ")
+    assert blank.status_code == 400
+    assert error(blank.text) == "Write the reply the model reads, or deny the call."
+    sent = await bob.act(path, "respond", response="It is 42; no need to compute it.")
+    assert sent.status_code == 303
+    assert sent.headers["location"].endswith("?done=responded")
+    result = await asyncio.wait_for(handle.result(), 30)
+    assert result.status is CallStatus.DENIED
+    assert result.error is not None
+    assert result.error.code is ErrorCode.RESPONDED
+    assert result.response == "It is 42; no need to compute it."
+    assert result.output is None  # the calculator never ran
+    assert result.approval is not None
+    assert result.approval.approver == "bob"
+    shown = await bob.get(sent.headers["location"])
+    assert notice(shown.text).startswith("Replied: the model reads your reply")
+    assert "replied instead</strong> by bob" in shown.text
+    assert "It is 42; no need to compute it." in html.unescape(shown.text)
+
+
+async def test_reply_instead_is_not_offered_where_the_deployment_forbids_it(
+    client: Client, deployment: Deployment, visit: Visit
+) -> None:
+    config = make_config(deployment.task_queue, approvers={"respond": False})
+    async with running_worker(client, config):
+        handle = await start_call(
+            client,
+            deployment.task_queue,
+            "calculator",
+            {"expression": "6 * 7"},
+            policy=NEEDS_APPROVAL,
+        )
+        await pending_approval(handle)
+        alice = visit()
+        await alice.login("alice")
+        path = call_path(handle.id)
+        page = await alice.get(path)
+        assert {"Approve", "Deny"} <= set(buttons(page.text))
+        assert "Reply instead" not in buttons(page.text)
+        # A made-up form is refused by the workflow, and the call still waits.
+        deny = form_for(page.text, "deny")
+        forged = await alice.http.post(
+            path, data={**deny.fields, "action": "respond", "response": "It is 42."}
+        )
+        assert forged.status_code == 409
+        assert error(forged.text) == (
+            "The call refused the decision: this deployment does not allow answering a call in "
+            "place of the tool"
+        )
+        assert (await pending_approval(handle)).respond is False
+        await handle.cancel()

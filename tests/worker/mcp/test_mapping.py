@@ -24,7 +24,7 @@ from toolcalls.worker.mcp.front import IDEMPOTENCY_KEY, MAX_KEY_CHARS, call_work
 from toolcalls.worker.mcp.results import call_result
 from toolcalls.worker.mcp.server import identity
 from toolcalls.worker.mcp.tools import output_schema, tool_annotations
-from toolcalls.workflows.models.approval import ApprovalRequest, PreviewArtifact
+from toolcalls.workflows.models.approval import ApprovalRecord, ApprovalRequest, PreviewArtifact
 from toolcalls.workflows.models.call import CallStatus, ErrorCode, ToolCallResult, ToolError
 
 SPECS = {spec.name: spec for spec in BUILTIN_TOOLS}
@@ -137,6 +137,35 @@ def test_a_completed_call_is_its_output() -> None:
     assert [block.text for block in mapped.content if isinstance(block, types.TextContent)] == [
         '{"exit_code": 0}'
     ]
+
+
+def test_a_person_s_answer_in_place_of_the_tool_is_what_the_model_reads() -> None:
+    error = ToolError(code=ErrorCode.RESPONDED, message="alice answered in place of the tool")
+    record = ApprovalRecord(
+        request_id="r1",
+        digest="d",
+        approved=False,
+        approver="alice",
+        reason=None,
+        decided_at=NOW,
+        via="update",
+        response="Use the reports folder.",
+    )
+    mapped = call_result(
+        result(CallStatus.DENIED, error=error, approval=record, response=record.response)
+    )
+    assert [block.text for block in mapped.content if isinstance(block, types.TextContent)] == [
+        "a person answered in place of the tool (it did not run): Use the reports folder."
+    ]
+    # A tool error to MCP all the same: a result that is not one must match the tool's output
+    # schema, and a person's words do not (docs/mcp.md).
+    assert mapped.is_error
+    assert mapped.structured_content == {
+        "status": "denied",
+        "response": "Use the reports folder.",
+        "responded_by": "alice",
+        "workflow_id": "wf",
+    }
 
 
 @pytest.mark.parametrize(

@@ -168,6 +168,11 @@ async def test_the_counters_and_histograms_move_as_the_calls_end(
     )
     assert (await result(refused)).error.code == "approval_denied"
 
+    answered = await tools.start(calc("7 * 7", policy=APPROVE))
+    reply = decision(await pending_approval(answered), approved=False, response="It is 49.")
+    await answered.execute_update(ToolCallWorkflow.decide, reply)
+    assert (await result(answered)).error.code == "responded"
+
     expiring = await tools.start(calc("5", policy=APPROVE, approval_timeout=timedelta(seconds=1)))
     assert (await result(expiring)).error.code == "approval_timed_out"
 
@@ -186,14 +191,14 @@ async def test_the_counters_and_histograms_move_as_the_calls_end(
     calls = "toolcalls_calls_total"
     assert total(samples, calls, tool="calculator", status="completed") == 2
     assert total(samples, calls, tool="calculator", status="failed") == 1
-    assert total(samples, calls, tool="calculator", status="denied") == 3
+    assert total(samples, calls, tool="calculator", status="denied") == 4
     assert total(samples, calls, tool="list_files", status="completed") == 1
     assert total(samples, calls, tool="list_files", status="failed") == 1
     # The model chose the name: it is no label.
     assert total(samples, calls, tool="unknown", status="failed") == 1
     assert "no_such_tool" not in label_values(samples, calls, "tool")
-    assert total(samples, calls) == 9
-    assert total(samples, calls, workflow_type="ToolCallWorkflow", task_queue=task_queue) == 9
+    assert total(samples, calls) == 10
+    assert total(samples, calls, workflow_type="ToolCallWorkflow", task_queue=task_queue) == 10
 
     errors = "toolcalls_call_errors_total"
     for code in (
@@ -202,20 +207,22 @@ async def test_the_counters_and_histograms_move_as_the_calls_end(
         "unknown_tool",
         "approval_denied",
         "approval_timed_out",
+        "responded",
         "output_too_large",
     ):
         assert total(samples, errors, code=code) == 1, code
-    assert total(samples, errors) == 6
+    assert total(samples, errors) == 7
 
     decisions = "toolcalls_decisions_total"
     assert total(samples, decisions, channel="update", outcome="approved") == 1
     assert total(samples, decisions, channel="update", outcome="rejected") == 1
     assert total(samples, decisions, channel="signal", outcome="ignored") == 1
     assert total(samples, decisions, channel="signal", outcome="denied") == 1
-    assert total(samples, decisions) == 4
+    assert total(samples, decisions, channel="update", outcome="responded") == 1
+    assert total(samples, decisions) == 5
 
     wait = "toolcalls_approval_wait_seconds"
-    for outcome in ("approved", "denied", "timed_out"):
+    for outcome in ("approved", "denied", "responded", "timed_out"):
         assert total(samples, f"{wait}_count", tool="calculator", outcome=outcome) == 1, outcome
     assert total(samples, f"{wait}_sum", outcome="timed_out") >= 1
     assert total(samples, f"{wait}_bucket", outcome="timed_out", le="+Inf") == 1
@@ -228,7 +235,7 @@ async def test_the_counters_and_histograms_move_as_the_calls_end(
     assert total(samples, "toolcalls_results_truncated_total", tool="list_files") == 1
     assert total(samples, "toolcalls_payloads_refused_total", tool="list_files", what="result") == 1
     # The SDK's own runtime metrics are on the same endpoint.
-    assert total(samples, "temporal_workflow_completed_total", task_queue=task_queue) == 9
+    assert total(samples, "temporal_workflow_completed_total", task_queue=task_queue) == 10
 
     # Every series the compose file's dashboard plots is one this worker exports.
     panels = json.loads(DASHBOARD.read_text(encoding="utf-8"))["panels"]
@@ -246,8 +253,9 @@ def check_json_logs(lines: list[dict[str, Any]], approved: str) -> None:
     ended = [
         line for line in lines if line.get("status") and line["logger"] == "temporalio.workflow"
     ]
-    assert len(ended) == 9
+    assert len(ended) == 10
     by_code = {line.get("error_code"): line for line in ended}
+    assert by_code["responded"]["status"] == "denied"
     line = by_code["execution_failed"]
     assert line["tool"] == "calculator"
     assert line["status"] == "failed"
