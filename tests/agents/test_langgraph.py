@@ -192,6 +192,31 @@ async def test_a_denial_s_reason_reaches_the_model(client: Client, task_queue: s
     assert probes.runs.get("probe_write") is None
 
 
+async def test_an_answer_in_place_of_the_tool_reaches_the_model_as_its_output(
+    client: Client, task_queue: str
+) -> None:
+    model = scripted(asks("probe_write", {"token": "t4"}, "w4"))
+    queue = f"agent-{uuid.uuid4()}"
+    async with (
+        running_worker(client, make_config(task_queue)) as probes,
+        agent_worker(client, task_queue, model, queue),
+    ):
+        handle = await start_agent(client, queue, AgentInput(question="go", task_queue=task_queue))
+        call_id = f"{handle.id}/tools/w4"
+        await pending_approval(client.get_workflow_handle(call_id))
+        await ToolCallClient(client, task_queue=task_queue).respond(
+            call_id, "the staging token is already set", responder="bob"
+        )
+        await asyncio.wait_for(handle.result(), 60)
+
+    [reply] = tool_messages(model.seen[1])
+    assert reply.status == "success"
+    assert reply.content == (
+        "a person answered in place of the tool (it did not run): the staging token is already set"
+    )
+    assert probes.runs.get("probe_write") is None
+
+
 async def test_a_fixable_failure_lets_the_model_call_again_with_fixed_arguments(
     client: Client, task_queue: str
 ) -> None:

@@ -202,6 +202,29 @@ async def test_a_denial_s_reason_reaches_the_model(
     assert answer == f"Done. The tool said: {read}"
 
 
+async def test_an_answer_in_place_of_the_tool_reaches_the_model_as_its_output(
+    client: Client, task_queue: str, root: Path
+) -> None:
+    config = deployment(task_queue, root)
+    target = root / "notes.txt"
+    model = ScriptedModel([("create_file", {"path": str(target), "content": "hello\n"})])
+    agents = agent_client(client, config, model)
+    queue = f"agent-{uuid.uuid4()}"
+    calls = ToolCallClient(client)
+    async with running_worker(client, config), agent_worker(agents, queue):
+        handle = await start_agent(agents, queue, task_queue)
+        call_id = inline_workflow_id(handle.id, "call_1")
+        await listed(calls, call_id)
+        await calls.respond(call_id, "notes.txt already says hello", responder="bob")
+        answer = await handle.result()
+    assert not target.exists()
+    [read] = outputs(model, 1)
+    assert read == (
+        "a person answered in place of the tool (it did not run): notes.txt already says hello"
+    )
+    assert answer == f"Done. The tool said: {read}"
+
+
 async def test_a_fixable_failure_lets_the_model_call_again_with_fixed_arguments(
     client: Client, task_queue: str, root: Path
 ) -> None:
