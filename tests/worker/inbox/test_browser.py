@@ -169,7 +169,7 @@ async def test_deny_with_a_reason(client: Client, served: Served, context: Brows
     page = await new_page(context)
     await log_in(page, served, "bob", call_path(handle.id))
     await expect(page).to_have_url(served.origin + call_path(handle.id))
-    await page.get_by_label("Reason").fill("wrong directory")
+    await page.get_by_label("Reason", exact=True).fill("wrong directory")
     await page.get_by_role("button", name="Deny", exact=True).click()
     await expect(page.locator(".call-head .status")).to_have_text("denied")
     result = await result_of(handle)
