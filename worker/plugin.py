@@ -3,7 +3,7 @@
 Given to a client it sets the deployment's data converter (pydantic payloads, the ``[codec]``
 encryption, the ``[payloads]`` store: ``toolcalls.worker.payloads.converter``); given to a worker
 (or to the client the worker is built from) it adds ``ToolCallWorkflow`` (and the short workflows
-beside it: grants, definitions, ``ToolCallReconcile``), the ``plan`` activity and the activities of
+beside it: grants, definitions, ``ToolCallReconcile``, the encryption marker), the ``plan`` activity and the activities of
 the enabled tools this worker serves (with their lookups for reconciling), built from the
 families' declarations; given to a replayer it adds the workflow and the converter. The ``toolcalls
 worker`` binary builds its worker through it too, so a user's own worker and ours serve calls the
@@ -52,12 +52,19 @@ from toolcalls.worker.telemetry.tracing import (
 )
 from toolcalls.workflows.call.definitions import DefinitionsWorkflow
 from toolcalls.workflows.call.grants import GrantWorkflow
+from toolcalls.workflows.call.marker import EncryptsMarkerWorkflow
 from toolcalls.workflows.call.reconcile import ToolCallReconcileWorkflow
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
-from toolcalls.workflows.reach.keyless import ENCRYPTING_WORKER
+from toolcalls.workflows.reach.keyless import ENCRYPTING_WORKER, ensure_marker
 
 PLUGIN_NAME = "toolcalls.ToolCallsPlugin"
-OWN_WORKFLOWS = (ToolCallWorkflow, GrantWorkflow, DefinitionsWorkflow, ToolCallReconcileWorkflow)
+OWN_WORKFLOWS = (
+    ToolCallWorkflow,
+    GrantWorkflow,
+    DefinitionsWorkflow,
+    ToolCallReconcileWorkflow,
+    EncryptsMarkerWorkflow,
+)
 """The workflows this plugin adds to a worker."""
 
 
@@ -240,7 +247,15 @@ class ToolCallsPlugin(SimplePlugin):
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
         """Run the worker; once it has stopped, close what its families built for it (an object
-        with an ``aclose`` coroutine method: the document parsers started ahead, say)."""
+        with an ``aclose`` coroutine method: the document parsers started ahead, say).
+
+        A worker that serves our workflows first keeps the deployment's encryption marker as its
+        ``[codec]`` says (``keyless.ensure_marker``)."""
+        settings = worker.config(active_config=True)
+        if EncryptsMarkerWorkflow in settings.get("workflows", ()):
+            await ensure_marker(
+                worker.client, settings["task_queue"], encrypts=self.payloads.codec is not None
+            )
         try:
             await super().run_worker(worker, next)
         finally:

@@ -30,6 +30,8 @@ grant lookup (``toolcalls.workflows.models.grant``)."""
 NOTIFY_ACTIVITY = "toolcalls.notify"
 DEFINITIONS_ACTIVITY = "toolcalls.definitions"
 DEFINITIONS_WORKFLOW = "ToolDefinitions"
+MARKER_WORKFLOW = "ToolCallsEncrypts"
+"""The workflow type of an encrypting deployment's standing marker (one per task queue)."""
 
 DEFAULT_TASK_QUEUE = "toolcalls"
 DEFAULT_APPROVAL_TIMEOUT = timedelta(hours=24)
