@@ -2,12 +2,12 @@
 
 Given to a client it sets the deployment's data converter (pydantic payloads, the ``[codec]``
 encryption, the ``[payloads]`` store: ``toolcalls.worker.payloads.converter``); given to a worker
-(or to the client the worker is built from) it adds ``ToolCallWorkflow`` (and the short workflows
-beside it: grants, definitions, ``ToolCallReconcile``, the encryption marker), the ``plan`` activity and the activities of
-the enabled tools this worker serves (with their lookups for reconciling), built from the
-families' declarations; given to a replayer it adds the workflow and the converter. The ``toolcalls
-worker`` binary builds its worker through it too, so a user's own worker and ours serve calls the
-same way.
+(or to the client the worker is built from) it adds ``ToolCallWorkflow`` (and the short
+workflows beside it: grants, definitions, ``ToolCallReconcile``, the encryption marker), the
+``plan`` activity and the activities of the enabled tools this worker serves (with their lookups
+for reconciling), built from the families' declarations; given to a replayer it adds the
+workflow and the converter. The ``toolcalls worker`` binary builds its worker through it too, so a
+user's own worker and ours serve calls the same way.
 """
 
 from __future__ import annotations
