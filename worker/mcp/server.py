@@ -36,6 +36,7 @@ from toolcalls.worker.mcp.auth import BearerToken, token_from
 from toolcalls.worker.mcp.calls import call_tool
 from toolcalls.worker.mcp.front import IDEMPOTENCY_KEY, Front
 from toolcalls.worker.mcp.rounds import state_boundary
+from toolcalls.worker.mcp.tools import TOOLS_TTL_MS
 from toolcalls.worker.payloads.server import split_listen
 from toolcalls.worker.run import stop_on_signals
 from toolcalls.workflows.reach.client import ToolCallClient
@@ -58,7 +59,7 @@ def build_server(front: Front) -> Server:
     async def list_tools(
         ctx: object, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=front.tools)
+        return types.ListToolsResult(tools=front.tools, ttl_ms=TOOLS_TTL_MS, cache_scope="private")
 
     async def call(
         ctx: object, params: types.CallToolRequestParams
