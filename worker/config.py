@@ -26,6 +26,7 @@ from toolcalls.activities.family import AnyFamily, Deployment, Family, FamilySet
 from toolcalls.activities.notifications import NotificationsSettings
 from toolcalls.activities.spec import Timeouts, ToolSpec
 from toolcalls.worker.inbox.settings import InboxSection, inbox_problems
+from toolcalls.worker.mcp.oauth_settings import scope_problems
 from toolcalls.worker.mcp.settings import McpSection
 from toolcalls.worker.payloads.settings import CodecSection, PayloadsSection
 from toolcalls.worker.sections import (
@@ -250,6 +251,7 @@ def build_catalog(
         ]
     profiles, wrong = resolve_profiles(config, families)
     problems += wrong
+    problems += scope_problems(config.mcp.oauth, profiles)
     problems += inbox_problems(config.inbox, config.approvers)
     problems += config_problems(config, families)
     if problems:

@@ -3,14 +3,16 @@
 Every ``tools/call`` is a ``ToolCallWorkflow`` started through ``ToolCallClient``, so an MCP
 client gets the deployment's policy, approvals, exactly-once writes and history without writing
 Temporal code. The modules, in the order a request meets them: ``server`` (transports and the
-SDK's server), ``auth`` (the HTTP bearer token), ``tools`` (``tools/list``), ``front`` (shared
-state, workflow ids), ``calls`` (``tools/call``), ``follow`` (progress and elicitation while a
-call waits), ``elicit`` (the forms), ``results`` (the MCP result). ``settings`` is the ``[mcp]``
-section; it is the only module that loads without the ``mcp`` extra.
+SDK's server), ``auth`` (the HTTP bearer token; ``oauth`` and ``requester`` for OAuth access
+tokens), ``tools`` (``tools/list``), ``front`` (shared state, workflow ids), ``calls``
+(``tools/call``), ``follow`` (progress and elicitation while a call waits), ``elicit`` (the
+forms), ``results`` (the MCP result). ``settings`` is the ``[mcp]`` section and
+``oauth_settings`` its ``[mcp.oauth]``; they are the only modules that load without the ``mcp``
+extra.
 """
 
 from __future__ import annotations
 
 from toolcalls.activities.family import Extra
 
-MCP_EXTRA = Extra("mcp", ("mcp", "starlette", "uvicorn"))
+MCP_EXTRA = Extra("mcp", ("mcp", "starlette", "uvicorn", "jwt"))

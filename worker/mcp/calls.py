@@ -29,6 +29,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from toolcalls.worker.mcp.elicit import Form
 from toolcalls.worker.mcp.follow import Follower
 from toolcalls.worker.mcp.front import Front
+from toolcalls.worker.mcp.requester import request_front
 from toolcalls.worker.mcp.results import call_result, tool_error
 from toolcalls.worker.mcp.rounds import input_required, resume
 from toolcalls.workflows.models.call import ErrorCode, ToolCallRequest, ToolCallResult
@@ -36,8 +37,8 @@ from toolcalls.workflows.reach.client import CallConflict, PayloadTooLarge, Star
 
 META_FRONT = {"front": "mcp"}
 """``ToolCallRequest.metadata`` of every call started here, for correlation in history; beside it
-``mcp_user`` (the identity the server is configured with) and ``mcp_client`` (the name the client
-gave in ``clientInfo``), which the inbox shows as who asked."""
+``mcp_user`` (the identity the server is configured with, or an OAuth token's principal) and
+``mcp_client`` (the name the client gave in ``clientInfo``), which the inbox shows as who asked."""
 MAX_CLIENT_NAME_CHARS = 200
 """A client's name is its own claim: it is kept to this many characters."""
 
@@ -53,6 +54,7 @@ async def call_tool(
         MCPError: an unknown tool, a malformed idempotency key, or a key that names another call
             (protocol errors, not tool errors: the request itself is wrong).
     """
+    front = request_front(front, ctx)  # an OAuth request: its principal and its profile
     if not front.offers(params.name):
         available = ", ".join(tool.name for tool in front.tools)
         raise MCPError(

@@ -7,9 +7,9 @@ toolcalls worker serving the deployment; it says so at start when none is, and a
 ``tool_unavailable`` while none is.
 
 Over HTTP (``--http HOST:PORT``, ``[mcp] listen``, loopback by default) the MCP endpoint is
-``/mcp`` and every request must carry the bearer token of ``[mcp] token_env``
-(``toolcalls.worker.mcp.auth``); on a loopback address the SDK also refuses requests whose ``Host``
-or ``Origin`` is not local (DNS rebinding).
+``/mcp`` and every request must carry the bearer token of ``[mcp] token_env`` or, with
+``[mcp.oauth]``, an OAuth access token (``toolcalls.worker.mcp.auth``, ``oauth``); on a loopback
+address the SDK also refuses requests whose ``Host`` or ``Origin`` is not local (DNS rebinding).
 """
 
 from __future__ import annotations
@@ -32,9 +32,10 @@ from toolcalls.worker.arguments import EXIT_OK, default_approver
 from toolcalls.worker.commands import connect_tools
 from toolcalls.worker.config import Config, ConfigError, build_catalog
 from toolcalls.worker.listen import bind
-from toolcalls.worker.mcp.auth import BearerToken, token_from
+from toolcalls.worker.mcp.auth import BearerToken, Gate, token_from
 from toolcalls.worker.mcp.calls import call_tool
 from toolcalls.worker.mcp.front import IDEMPOTENCY_KEY, Front
+from toolcalls.worker.mcp.requester import request_front
 from toolcalls.worker.mcp.rounds import state_boundary
 from toolcalls.worker.mcp.tools import TOOLS_TTL_MS
 from toolcalls.worker.payloads.server import split_listen
@@ -59,7 +60,8 @@ def build_server(front: Front) -> Server:
     async def list_tools(
         ctx: object, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=front.tools, ttl_ms=TOOLS_TTL_MS, cache_scope="private")
+        tools = request_front(front, ctx).tools  # an OAuth request: its profile's
+        return types.ListToolsResult(tools=tools, ttl_ms=TOOLS_TTL_MS, cache_scope="private")
 
     async def call(
         ctx: object, params: types.CallToolRequestParams
@@ -77,17 +79,19 @@ def build_server(front: Front) -> Server:
     return server
 
 
-def identity(config: Config, http: bool) -> str:
-    """Who the MCP user is: ``[mcp] user``, or over stdio the local user.
+def identity(config: Config, http: bool, static: bool = True) -> str:
+    """Who the MCP user is: ``[mcp] user``, or over stdio the local user. (A request with an
+    OAuth access token is its principal instead: ``toolcalls.worker.mcp.requester``.)
 
     Raises:
-        ConfigError: approvals through the client over HTTP without a name bound to the token.
+        ConfigError: approvals through the client over HTTP with the ``static`` token and no
+            name bound to it.
     """
     section = config.mcp
     if section.user is not None:
         return section.user
     if http:
-        if section.approve_via_elicitation:
+        if section.approve_via_elicitation and static:
             raise ConfigError(
                 "mcp.user: approve_via_elicitation over HTTP needs the name of the token's user"
             )
@@ -99,8 +103,9 @@ async def run(config: Config, args: argparse.Namespace, environ: Mapping[str, st
     """``toolcalls mcp``: serve until the client leaves (stdio) or SIGINT/SIGTERM."""
     http = args.http is not None
     address = _address(args.http or config.mcp.listen) if http else None
-    token = token_from(environ, config.mcp.token_env) if http else None
-    who = identity(config, http)
+    oauth = config.mcp.oauth
+    token = token_from(environ, config.mcp.token_env, oauth is not None) if http else None
+    who = identity(config, http, static=token is not None)
     catalog = build_catalog(config)
     profile = getattr(args, "profile", None) or config.mcp.profile
     if profile is not None and profile not in catalog.settings.profiles:
@@ -139,8 +144,9 @@ async def _serve(
         profile=profile,
     )
     server = build_server(front)
-    if address is not None and sock is not None and token is not None:
-        await _serve_http(server, address, sock, token, catalog)
+    if address is not None and sock is not None:
+        gate = Gate(token, config.mcp.oauth, profile, MCP_PATH)
+        await _serve_http(server, address, sock, gate, catalog)
     else:
         await _serve_stdio(server)
 
@@ -180,11 +186,20 @@ async def _serve_stdio(server: Server) -> None:
 
 
 async def _serve_http(
-    server: Server, address: tuple[str, int], sock: socket.socket, token: str, catalog: Catalog
+    server: Server, address: tuple[str, int], sock: socket.socket, gate: Gate, catalog: Catalog
 ) -> None:
     host, port = address
     listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    app = BearerToken(server.streamable_http_app(streamable_http_path=MCP_PATH, host=host), token)
+    async with gate.protect(
+        server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    ) as app:
+        await _listen(app, address, sock, listen, catalog)
+
+
+async def _listen(
+    app: BearerToken, address: tuple[str, int], sock: socket.socket, listen: str, catalog: Catalog
+) -> None:
+    host, port = address
     http = uvicorn.Server(
         uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
     )

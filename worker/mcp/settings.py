@@ -1,8 +1,9 @@
 """The ``[mcp]`` section: how ``toolcalls mcp`` serves the deployment's tools to MCP clients.
 
 Secrets never sit in the file: ``token_env`` names the environment variable that holds the bearer
-token HTTP clients must send. The identity the server asserts for answers and decisions comes
-from here (or, over stdio, from the local user), never from the client.
+token HTTP clients may send; ``[mcp.oauth]`` (``oauth_settings``) accepts OAuth access tokens.
+The identity the server asserts for answers and decisions comes from here (or, over stdio, from
+the local user; or from a verified access token), never from the client.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolcalls.activities.network.http_paths import check_env_name
+from toolcalls.worker.mcp.oauth_settings import OAuthSection
 from toolcalls.workflows.models.approval import MAX_APPROVER_CHARS
 from toolcalls.workflows.rules.identities import canonical_name
 
@@ -36,6 +38,10 @@ class McpSection(BaseModel):
     approve_via_elicitation: bool = False
     """Let the MCP user approve or deny their own calls in the client (elicitation), within what
     ``[approvers]`` allows them; off: approvals come from the inbox, the CLI or an application."""
+
+    oauth: OAuthSection | None = None
+    """``[mcp.oauth]``: accept OAuth access tokens over HTTP (``worker/mcp/oauth_settings.py``);
+    with it, the static token of ``token_env`` is optional."""
 
     @field_validator("user")
     @classmethod
