@@ -1,0 +1,357 @@
+"""``toolcalls mcp --http`` as an OAuth 2.1 protected resource (``[mcp.oauth]``): access tokens
+signed by keys the test makes, their JWKS served over loopback HTTP and from a file, the SDK's
+streamable HTTP client, and the static bearer token beside them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp import MCPError
+from temporalio.client import Client
+
+from tests.worker.mcp.oauth_support import (
+    FILE_ISSUER,
+    ISSUER,
+    OTHER_ISSUER,
+    JwksServer,
+    Signer,
+    jwks,
+    unsigned,
+)
+from tests.worker.mcp.support import TOKEN, Deployment, http_session, text_of, workflow_of
+from tests.worker.mcp.test_http import INITIALIZE
+from tests.worker.support import Spawn, free_port, hermetic_env
+from toolcalls.worker.config import ConfigError, build_catalog, parse_config
+from toolcalls.worker.inbox.words import asked_by
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.reach.client import ToolCallClient
+
+PROFILES = """
+[profiles.calc]
+tools = ["calculator", "current_datetime"]
+[profiles.store]
+tools = ["get_value", "set_value"]
+"""
+
+
+@dataclass
+class Protected:
+    """A running ``toolcalls mcp --http`` with ``[mcp.oauth]``: its endpoint and the keys."""
+
+    url: str
+    resource: str
+    signer: Signer
+    file_signer: Signer
+    jwks: JwksServer
+    process: object
+
+
+@pytest.fixture
+def profiled(deployment: Deployment) -> Deployment:
+    """The deployment with its profiles, written before the worker reads it."""
+    deployment.write(extra=PROFILES)
+    return deployment
+
+
+@pytest.fixture
+def jwks_server() -> Iterator[tuple[Signer, JwksServer]]:
+    signer = Signer(ISSUER, "key-1")
+    with JwksServer(jwks(signer)).running() as served:
+        yield signer, served
+
+
+def oauth_section(resource: str, jwks_url: str, jwks_file: Path, **more: str) -> str:
+    extra = "".join(f"{key} = {value}\n" for key, value in more.items())
+    return f"""
+[mcp.oauth]
+resource = "{resource}"
+{extra}
+[[mcp.oauth.issuers]]
+issuer = "{ISSUER}"
+jwks_url = "{jwks_url}"
+
+[[mcp.oauth.issuers]]
+issuer = "{FILE_ISSUER}"
+jwks_file = "{jwks_file}"
+
+[mcp.oauth.scopes]
+"tools:all" = "*"
+"tools:calc" = "calc"
+"tools:store" = "store"
+"""
+
+
+def serve_protected(
+    spawn: Spawn,
+    tmp_path: Path,
+    address: str,
+    deployment: Deployment,
+    jwks_server: tuple[Signer, JwksServer],
+    *extra: str,
+    static: bool = True,
+) -> Protected:
+    signer, served = jwks_server
+    file_signer = Signer(FILE_ISSUER, "file-key", alg="ES256")
+    keys = tmp_path / "jwks.json"
+    keys.write_text(json.dumps(jwks(file_signer)), encoding="utf-8")
+    port = free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    deployment.write(extra=oauth_section(resource, served.url, keys) + PROFILES)
+    env = {"TOOLCALLS_MCP_TOKEN": TOKEN} if static else {}
+    server = spawn(
+        *("mcp", "--http", f"127.0.0.1:{port}", "--config", str(deployment.path)),
+        *("--address", address, *extra),
+        env=hermetic_env(tmp_path, **env),
+    )
+    line = server.wait_for_line("MCP server at")
+    assert line.strip() == f"MCP server at http://127.0.0.1:{port}/mcp (6 tools)"
+    return Protected(resource, resource, signer, file_signer, served, server)
+
+
+async def test_a_valid_token_calls_a_tool_and_its_subject_is_the_requester(
+    spawn: Spawn,
+    tmp_path: Path,
+    address: str,
+    deployment: Deployment,
+    jwks_server: tuple[Signer, JwksServer],
+    profiled: Deployment,
+    worker: None,
+    client: Client,
+) -> None:
+    server = serve_protected(spawn, tmp_path, address, deployment, jwks_server, static=False)
+    token = server.signer.token(aud=server.resource, sub="alice")
+    async with http_session(server.url, token=token) as mcp:
+        listed = await mcp.list_tools()
+        result = await mcp.call_tool("calculator", {"expression": "6 * 7"})
+    assert len(listed.tools) == 6
+    assert result.structured_content == {"expression": "6 * 7", "result": 42}
+    view = await ToolCallClient(client, task_queue=deployment.task_queue).status(
+        workflow_of(result)
+    )
+    principal = f"oauth:{ISSUER}#alice"
+    assert view.metadata == {"front": "mcp", "mcp_user": principal, "mcp_client": "mcp"}
+    assert asked_by(view.parent_id, view.metadata) == f"MCP client mcp as {principal}"
+    # The token went no further than the gate: not in the request the workflow recorded.
+    handle = client.get_workflow_handle_for(ToolCallWorkflow.run, workflow_of(result))
+    history = json.dumps((await handle.fetch_history()).to_json_dict())
+    assert token not in history
+    assert token.split(".")[1] not in history
+
+
+async def test_a_token_s_scope_holds_it_to_its_profile(
+    spawn: Spawn,
+    tmp_path: Path,
+    address: str,
+    deployment: Deployment,
+    jwks_server: tuple[Signer, JwksServer],
+    profiled: Deployment,
+    worker: None,
+) -> None:
+    server = serve_protected(spawn, tmp_path, address, deployment, jwks_server)
+    # A key set from a file, and ES256: the file issuer's token on the "calc" profile only.
+    token = server.file_signer.token(aud=[server.resource, "other"], scope="tools:calc")
+    async with http_session(server.url, token=token) as mcp:
+        listed = await mcp.list_tools()
+        product = await mcp.call_tool("calculator", {"expression": "2 + 3"})
+        with pytest.raises(MCPError, match="unknown tool 'get_value'; available: calculator, "):
+            await mcp.call_tool("get_value", {"key": "k"})
+    assert [tool.name for tool in listed.tools] == ["calculator", "current_datetime"]
+    assert not product.is_error, text_of(product)
+    # The static token still works beside OAuth, with every tool.
+    async with http_session(server.url, token=TOKEN) as mcp:
+        assert len((await mcp.list_tools()).tools) == 6
+
+
+async def test_refused_tokens_get_the_status_and_challenge_that_say_why(
+    spawn: Spawn,
+    tmp_path: Path,
+    address: str,
+    deployment: Deployment,
+    jwks_server: tuple[Signer, JwksServer],
+) -> None:
+    server = serve_protected(spawn, tmp_path, address, deployment, jwks_server, "--profile", "calc")
+    signer, aud = server.signer, server.resource
+    metadata = "http://127.0.0.1:" + aud.split(":")[2].split("/")[0]
+    metadata += "/.well-known/oauth-protected-resource/mcp"
+    impostor = Signer(ISSUER, "key-1")  # the issuer's kid, another key
+    stranger = Signer(OTHER_ISSUER, "key-1", key=signer.key)  # a real key, an unknown issuer
+    cases = {
+        "wrong audience": signer.token(aud="https://elsewhere.example.test/mcp"),
+        "no audience": signer.token(),
+        "expired": signer.token(aud=aud, lifetime=-120),
+        "another issuer": stranger.token(aud=aud),
+        "bad signature": impostor.token(aud=aud),
+        "alg none": unsigned({"iss": ISSUER, "sub": "alice", "aud": aud, "scope": "tools:all"}),
+        "not a jwt": "not-a-token-at-all-0123456789",
+    }
+    reasons = {
+        "wrong audience": "the token is not for this resource (aud)",
+        "no audience": "the token has no 'aud' claim",
+        "expired": "the token has expired",
+        "another issuer": "the token's issuer is not accepted",
+        "bad signature": "the token's signature does not verify",
+        "alg none": "the signature algorithm 'none' is not accepted",
+        "not a jwt": "not a JWT access token",
+    }
+    async with httpx.AsyncClient(timeout=30) as http:
+        for case, token in cases.items():
+            refused = await http.post(
+                server.url, json=INITIALIZE, headers={"Authorization": f"Bearer {token}"}
+            )
+            assert refused.status_code == 401, case
+            assert refused.headers["www-authenticate"] == (
+                f'Bearer resource_metadata="{metadata}", error="invalid_token", '
+                f'error_description="{reasons[case]}"'
+            ), case
+            assert refused.json() == {
+                "error": "invalid_token",
+                "error_description": reasons[case],
+            }
+            assert "mcp-session-id" not in refused.headers
+        missing = await http.post(server.url, json=INITIALIZE)
+        store_only = signer.token(aud=aud, scope="tools:store openid")
+        narrow = await http.post(
+            server.url, json=INITIALIZE, headers={"Authorization": f"Bearer {store_only}"}
+        )
+        unscoped = await http.post(
+            server.url,
+            json=INITIALIZE,
+            headers={"Authorization": f"Bearer {signer.token(aud=aud, scope=None)}"},
+        )
+    assert missing.status_code == 401
+    assert missing.headers["www-authenticate"] == f'Bearer resource_metadata="{metadata}"'
+    for response in (narrow, unscoped):
+        assert response.status_code == 403
+        assert response.headers["www-authenticate"] == (
+            f'Bearer resource_metadata="{metadata}", error="insufficient_scope", '
+            'scope="tools:all tools:calc", '
+            "error_description=\"the token's scopes do not reach the calc's tools\""
+        )
+        assert response.json()["scope"] == "tools:all tools:calc"
+    # The right scope passes the gate on the same server.
+    good = server.signer.token(aud=aud, scope="tools:calc")
+    async with http_session(server.url, token=good) as mcp:
+        assert [tool.name for tool in (await mcp.list_tools()).tools] == [
+            "calculator",
+            "current_datetime",
+        ]
+
+
+async def test_the_protected_resource_metadata_names_the_authorization_servers(
+    spawn: Spawn,
+    tmp_path: Path,
+    address: str,
+    deployment: Deployment,
+    jwks_server: tuple[Signer, JwksServer],
+) -> None:
+    server = serve_protected(spawn, tmp_path, address, deployment, jwks_server)
+    origin = server.url.removesuffix("/mcp")
+    async with httpx.AsyncClient(timeout=30) as http:
+        documents = [
+            await http.get(origin + path)
+            for path in (
+                "/.well-known/oauth-protected-resource/mcp",
+                "/.well-known/oauth-protected-resource",
+            )
+        ]
+    for document in documents:
+        assert document.status_code == 200
+        assert document.headers["content-type"] == "application/json"
+        assert document.json() == {
+            "resource": server.resource,
+            "authorization_servers": [ISSUER, FILE_ISSUER],
+            "scopes_supported": ["tools:all", "tools:calc", "tools:store"],
+            "bearer_methods_supported": ["header"],
+            "resource_name": "toolcalls",
+        }
+
+
+async def test_a_rotated_key_is_fetched_again(
+    spawn: Spawn,
+    tmp_path: Path,
+    address: str,
+    deployment: Deployment,
+    jwks_server: tuple[Signer, JwksServer],
+) -> None:
+    server = serve_protected(spawn, tmp_path, address, deployment, jwks_server)
+    fetched = server.jwks.fetches
+    assert fetched == 1  # once at start
+    old = server.signer.token(aud=server.resource)
+    async with http_session(server.url, token=old) as mcp:
+        await mcp.list_tools()
+    assert server.jwks.fetches == fetched  # the key set is kept
+    rotated = Signer(ISSUER, "key-2")
+    server.jwks.document = jwks(rotated)
+    await asyncio.sleep(10.5)  # an unknown kid is fetched for at most every 10 seconds
+    async with http_session(server.url, token=rotated.token(aud=server.resource)) as mcp:
+        assert len((await mcp.list_tools()).tools) == 6
+    assert server.jwks.fetches == fetched + 1
+
+
+GOOD_OAUTH = {
+    "resource": "https://mcp.example.test/mcp",
+    "issuers": [{"issuer": ISSUER, "jwks_url": "https://auth.example.test/jwks.json"}],
+    "scopes": {"tools:all": "*"},
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"algorithms": ["HS256"]}, "mcp.oauth.algorithms: 'HS256' is not accepted: use asymm"),
+        ({"algorithms": ["none"]}, "mcp.oauth.algorithms: 'none' is not accepted"),
+        ({"resource": "mcp.example.test"}, "mcp.oauth.resource: 'mcp.example.test': resource must"),
+        (
+            {"resource": "http://mcp.example.test/mcp"},
+            "resource must use https (http only on a loopback host)",
+        ),
+        (
+            {"issuers": [{"issuer": ISSUER}]},
+            f"mcp.oauth.issuers.0: issuer '{ISSUER}': give one of jwks_url or jwks_file",
+        ),
+        ({"scopes": {"tools all": "*"}}, "mcp.oauth.scopes: 'tools all' is not a scope"),
+        ({"scopes": {"tools:x": "nope"}}, "mcp.oauth.scopes.tools:x: no profile 'nope'; profi"),
+        ({"leeway_seconds": 3600}, "mcp.oauth.leeway_seconds: Input should be less than or eq"),
+        ({"issuers": []}, "mcp.oauth.issuers: List should have at least 1 item"),
+    ],
+)
+def test_a_bad_oauth_section_is_a_one_line_error(change: dict[str, Any], problem: str) -> None:
+    data = {"tools": ["calculator"], "mcp": {"oauth": {**GOOD_OAUTH, **change}}}
+    with pytest.raises(ConfigError) as refused:
+        build_catalog(parse_config(data))
+    message = str(refused.value)
+    assert "\n" not in message
+    assert problem in message, message
+
+
+def test_a_good_oauth_section_loads() -> None:
+    config = parse_config({"tools": ["calculator"], "mcp": {"oauth": GOOD_OAUTH}})
+    build_catalog(config)
+    assert config.mcp.oauth is not None
+    assert config.mcp.oauth.algorithms == ["RS256", "ES256"]
+
+
+async def test_an_unreadable_key_file_stops_the_server(
+    spawn: Spawn, tmp_path: Path, address: str, deployment: Deployment
+) -> None:
+    port = free_port()
+    missing = tmp_path / "missing-jwks.json"
+    section = oauth_section(f"http://127.0.0.1:{port}/mcp", "http://127.0.0.1:9/j", missing)
+    deployment.write(extra=section + PROFILES)
+    server = spawn(
+        *("mcp", "--http", f"127.0.0.1:{port}", "--config", str(deployment.path)),
+        *("--address", address),
+        env=hermetic_env(tmp_path),
+    )
+    assert await asyncio.to_thread(server.finish, 60) == 2
+    lines = "".join(server.stderr).strip().splitlines()
+    assert lines[-1].startswith(f"toolcalls: mcp.oauth: {missing}: cannot read the JWKS: "), lines
+    # The unreachable URL was only a warning: the file stopped it.
+    assert any("http://127.0.0.1:9/j: cannot fetch the JWKS" in line for line in lines), lines
