@@ -109,4 +109,4 @@ class JwksServer:
 
 def unsigned(claims: dict[str, Any]) -> str:
     """A token with ``alg: none`` (no signature)."""
-    return jwt.encode(claims, None, algorithm="none")
+    return jwt.encode(claims, "", algorithm="none")
