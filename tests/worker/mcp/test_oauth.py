@@ -12,8 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import mcp_types as types
 import pytest
-from mcp import MCPError
+from mcp import ClientSession, MCPError
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from temporalio.client import Client
 
 from tests.worker.mcp.oauth_support import (
@@ -25,7 +28,15 @@ from tests.worker.mcp.oauth_support import (
     jwks,
     unsigned,
 )
-from tests.worker.mcp.support import TOKEN, Deployment, http_session, text_of, workflow_of
+from tests.worker.mcp.support import (
+    TOKEN,
+    Deployment,
+    Recorder,
+    accept,
+    http_session,
+    text_of,
+    workflow_of,
+)
 from tests.worker.mcp.test_http import INITIALIZE
 from tests.worker.support import Spawn, free_port, hermetic_env
 from toolcalls.worker.config import ConfigError, build_catalog, parse_config
@@ -96,6 +107,7 @@ def serve_protected(
     jwks_server: tuple[Signer, JwksServer],
     *extra: str,
     static: bool = True,
+    mcp: str = "",
 ) -> Protected:
     signer, served = jwks_server
     file_signer = Signer(FILE_ISSUER, "file-key", alg="ES256")
@@ -103,7 +115,7 @@ def serve_protected(
     keys.write_text(json.dumps(jwks(file_signer)), encoding="utf-8")
     port = free_port()
     resource = f"http://127.0.0.1:{port}/mcp"
-    deployment.write(extra=oauth_section(resource, served.url, keys) + PROFILES)
+    deployment.write(mcp, extra=oauth_section(resource, served.url, keys) + PROFILES)
     env = {"TOOLCALLS_MCP_TOKEN": TOKEN} if static else {}
     server = spawn(
         *("mcp", "--http", f"127.0.0.1:{port}", "--config", str(deployment.path)),
@@ -355,3 +367,49 @@ async def test_an_unreadable_key_file_stops_the_server(
     assert lines[-1].startswith(f"toolcalls: mcp.oauth: {missing}: cannot read the JWKS: "), lines
     # The unreachable URL was only a warning: the file stopped it.
     assert any("http://127.0.0.1:9/j: cannot fetch the JWKS" in line for line in lines), lines
+
+
+async def test_an_approval_waits_over_streamable_http_at_2025_11_25_and_the_principal_decides(
+    spawn: Spawn,
+    tmp_path: Path,
+    address: str,
+    deployment: Deployment,
+    jwks_server: tuple[Signer, JwksServer],
+    profiled: Deployment,
+    worker: None,
+    client: Client,
+) -> None:
+    server = serve_protected(
+        spawn,
+        tmp_path,
+        address,
+        deployment,
+        jwks_server,
+        static=False,
+        mcp="approve_via_elicitation = true",
+    )
+    token = server.signer.token(aud=server.resource, sub="bob", scope="tools:store")
+    recorder = Recorder(accept({"decision": "approve", "reason": "mine"}))
+    async with (
+        create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http,
+        streamable_http_client(server.url, http_client=http) as (read, write),
+        ClientSession(read, write, elicitation_callback=recorder.elicit) as mcp,
+    ):
+        opened = await mcp.initialize()
+        assert opened.protocol_version == "2025-11-25"
+        result = await mcp.call_tool(
+            "set_value", {"key": "colour", "value": '"red"'}, progress_callback=recorder.on_progress
+        )
+    assert not result.is_error, text_of(result)
+    [form] = recorder.forms
+    assert isinstance(form, types.ElicitRequestFormParams)
+    assert form.message.startswith("Approve this set_value call?")
+    assert any(m.startswith("waiting for approval") for m in recorder.progress), recorder.progress
+    recorded = await client.get_workflow_handle_for(
+        ToolCallWorkflow.run, workflow_of(result)
+    ).result()
+    assert recorded.approval is not None
+    assert (recorded.approval.approver, recorded.approval.reason) == (
+        f"oauth:{ISSUER}#bob",
+        "mine",
+    )
