@@ -3,6 +3,9 @@ made by the test, their JWKS served over loopback HTTP (or written to a file), a
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 import threading
 import time
@@ -13,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import jwt
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
@@ -110,3 +114,19 @@ class JwksServer:
 def unsigned(claims: dict[str, Any]) -> str:
     """A token with ``alg: none`` (no signature)."""
     return jwt.encode(claims, "", algorithm="none")
+
+
+def hmac_with_public_key(signer: Signer, claims: dict[str, Any]) -> str:
+    """A token "signed" with HS256 using the issuer's public key (its PEM) as the secret: what a
+    verifier that lets the token choose its algorithm would accept."""
+    pem = signer.key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    header = {"alg": "HS256", "typ": "JWT", "kid": signer.kid}
+    parts = [_b64(json.dumps(part).encode()) for part in (header, claims)]
+    signature = hmac.new(pem, ".".join(parts).encode(), hashlib.sha256).digest()
+    return ".".join([*parts, _b64(signature)])
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()

@@ -25,6 +25,7 @@ from tests.worker.mcp.oauth_support import (
     OTHER_ISSUER,
     JwksServer,
     Signer,
+    hmac_with_public_key,
     jwks,
     unsigned,
 )
@@ -202,6 +203,10 @@ async def test_refused_tokens_get_the_status_and_challenge_that_say_why(
         "bad signature": impostor.token(aud=aud),
         "alg none": unsigned({"iss": ISSUER, "sub": "alice", "aud": aud, "scope": "tools:all"}),
         "not a jwt": "not-a-token-at-all-0123456789",
+        "hs256 with the public key": hmac_with_public_key(
+            signer,
+            {"iss": ISSUER, "sub": "eve", "aud": aud, "exp": 2**40, "scope": "tools:all"},
+        ),
     }
     reasons = {
         "wrong audience": "the token is not for this resource (aud)",
@@ -211,6 +216,7 @@ async def test_refused_tokens_get_the_status_and_challenge_that_say_why(
         "bad signature": "the token's signature does not verify",
         "alg none": "the signature algorithm 'none' is not accepted",
         "not a jwt": "not a JWT access token",
+        "hs256 with the public key": "the signature algorithm 'HS256' is not accepted",
     }
     async with httpx.AsyncClient(timeout=30) as http:
         for case, token in cases.items():
