@@ -13,7 +13,9 @@ path), and a token that is not the static one is checked as an access token
 Bearer resource_metadata="..."`` (and ``error="invalid_token"`` when one was presented); a valid
 token whose scopes do not reach the served profile gets 403 ``error="insufficient_scope"`` naming
 the scopes that would. An accepted token's principal and profile go to the MCP application in
-the ASGI scope (``oauth.PRINCIPAL_KEY``, ``oauth.PROFILE_KEY``), and the token no further.
+the ASGI scope (``oauth.PRINCIPAL_KEY``, ``oauth.PROFILE_KEY``), and the token no further. A
+streamable HTTP session is bound to the principal (or the static token) that opened it: a request
+with another's token and that session's id gets 403.
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolcalls.worker.config import ConfigError
 from toolcalls.worker.mcp.oauth import (
@@ -39,6 +42,12 @@ from toolcalls.worker.mcp.oauth import (
 )
 from toolcalls.worker.mcp.oauth_settings import OAuthSection, unlocked_profile
 from toolcalls.worker.payloads.server import MIN_TOKEN_CHARS
+
+SESSION_HEADER = b"mcp-session-id"
+STATIC_OWNER = ""
+MAX_OWNED_SESSIONS = 100_000
+"""Sessions remembered with their owner; the oldest is forgotten first (the SDK keeps far fewer
+open)."""
 
 log = logging.getLogger("toolcalls.mcp")
 
@@ -113,6 +122,9 @@ class BearerToken:
         self.metadata: bytes | None = None
         self.metadata_paths: frozenset[str] = frozenset()
         self.challenge = 'Bearer realm="toolcalls"'
+        self.owners: OrderedDict[bytes, str] = OrderedDict()
+        """With OAuth: who opened each streamable HTTP session (``STATIC_OWNER``: the static
+        token), so another token cannot use a session id it learnt."""
         if oauth is not None:
             resource = oauth.settings.resource
             self.metadata = json.dumps(resource_metadata(oauth.settings)).encode()
@@ -134,7 +146,7 @@ class BearerToken:
             await _refuse(send, 401, {"error": "missing bearer token"}, self.challenge)
             return
         if self.token is not None and hmac.compare_digest(presented.encode("latin-1"), self.token):
-            await self.app(scope, receive, send)
+            await self._pass(scope, receive, send, STATIC_OWNER)
             return
         if self.oauth is None:
             log.info("refused %s %s: token not accepted", scope.get("method"), scope.get("path"))
@@ -168,7 +180,31 @@ class BearerToken:
             await _refuse(send, 403, body, challenge)
             return
         scope = {**scope, PRINCIPAL_KEY: grant.principal, PROFILE_KEY: profile}
-        await self.app(scope, receive, send)
+        await self._pass(scope, receive, send, grant.principal)
+
+    async def _pass(self, scope: Scope, receive: Receive, send: Send, owner: str) -> None:
+        """On to the MCP application; with OAuth, only into a session ``owner`` opened."""
+        if self.oauth is None:
+            await self.app(scope, receive, send)
+            return
+        session = dict(scope.get("headers") or []).get(SESSION_HEADER)
+        opened = self.owners.get(session) if session is not None else None
+        if opened is not None and opened != owner:
+            log.info("refused %s: a session another client opened", owner or "the static token")
+            body = {"error": "the session belongs to another client"}
+            await _refuse(send, 403, body, self.challenge)
+            return
+
+        async def recording(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                for name, value in message.get("headers", []):
+                    if name.lower() == SESSION_HEADER and value not in self.owners:
+                        self.owners[value] = owner
+                        while len(self.owners) > MAX_OWNED_SESSIONS:
+                            self.owners.popitem(last=False)
+            await send(message)
+
+        await self.app(scope, receive, recording)
 
 
 def _quotable(text: str) -> str:

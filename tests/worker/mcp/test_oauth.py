@@ -419,3 +419,38 @@ async def test_an_approval_waits_over_streamable_http_at_2025_11_25_and_the_prin
         f"oauth:{ISSUER}#bob",
         "mine",
     )
+
+
+async def test_a_session_is_bound_to_the_token_that_opened_it(
+    spawn: Spawn,
+    tmp_path: Path,
+    address: str,
+    deployment: Deployment,
+    jwks_server: tuple[Signer, JwksServer],
+) -> None:
+    server = serve_protected(spawn, tmp_path, address, deployment, jwks_server)
+    alice = server.signer.token(aud=server.resource, sub="alice")
+    mallory = server.signer.token(aud=server.resource, sub="mallory")
+    base = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+    def as_(token: str, session: str | None = None) -> dict[str, str]:
+        extra = {"mcp-session-id": session} if session else {}
+        return {**base, "Authorization": f"Bearer {token}", **extra}
+
+    async with httpx.AsyncClient(timeout=30) as http:
+        opened = await http.post(server.url, json=INITIALIZE, headers=as_(alice))
+        assert opened.status_code == 200, opened.text
+        session = opened.headers["mcp-session-id"]
+        assert (
+            await http.post(server.url, json=done, headers=as_(alice, session))
+        ).status_code == 202
+        taken = await http.post(server.url, json=listing, headers=as_(mallory, session))
+        static = await http.post(server.url, json=listing, headers=as_(TOKEN, session))
+        own = await http.post(server.url, json=listing, headers=as_(alice, session))
+    for refused in (taken, static):
+        assert refused.status_code == 403
+        assert refused.json() == {"error": "the session belongs to another client"}
+    assert own.status_code == 200, own.text
+    assert "calculator" in own.text
