@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import mcp as mcp_sdk
 import mcp_types as types
 import pytest
 from mcp import ClientSession, MCPError
@@ -454,3 +455,31 @@ async def test_a_session_is_bound_to_the_token_that_opened_it(
         assert refused.json() == {"error": "the session belongs to another client"}
     assert own.status_code == 200, own.text
     assert "calculator" in own.text
+
+
+async def test_a_2026_client_is_held_to_its_token_s_profile_too(
+    spawn: Spawn,
+    tmp_path: Path,
+    address: str,
+    deployment: Deployment,
+    jwks_server: tuple[Signer, JwksServer],
+    profiled: Deployment,
+    worker: None,
+    client: Client,
+) -> None:
+    server = serve_protected(spawn, tmp_path, address, deployment, jwks_server, static=False)
+    token = server.signer.token(aud=server.resource, sub="carol", scope="tools:calc")
+    async with (
+        create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http,
+        mcp_sdk.Client(streamable_http_client(server.url, http_client=http)) as modern,
+    ):
+        assert modern.protocol_version == "2026-07-28"
+        listed = await modern.list_tools()
+        product = await modern.call_tool("calculator", {"expression": "3 * 3"})
+        with pytest.raises(MCPError, match="unknown tool 'set_value'; available: calculator, "):
+            await modern.call_tool("set_value", {"key": "k", "value": "1"})
+    assert [tool.name for tool in listed.tools] == ["calculator", "current_datetime"]
+    view = await ToolCallClient(client, task_queue=deployment.task_queue).status(
+        workflow_of(product)
+    )
+    assert view.metadata["mcp_user"] == f"oauth:{ISSUER}#carol"
