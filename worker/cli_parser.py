@@ -134,6 +134,12 @@ def _mcp_parser(commands_: Commands, connection: _Parser) -> None:
     mcp.add_argument(
         "--profile", metavar="NAME", help="offer only this profile's tools (default [mcp] profile)"
     )
+    mcp.add_argument(
+        "--inbox-url",
+        metavar="URL",
+        help="the approval inbox's public URL: approvals are handed over as links to it "
+        "(default [mcp] inbox_url)",
+    )
 
 
 def _inbox_parser(commands_: Commands, connection: _Parser) -> None:
