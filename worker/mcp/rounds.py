@@ -82,14 +82,13 @@ class Round:
 def input_required(workflow_id: str, form: Form, asked: set[str]) -> types.InputRequiredResult:
     """The result that hands ``form`` to the client and names the call to come back to."""
     state = Round(workflow_id, form, tuple(sorted(asked)))
+    params: types.ElicitRequestFormParams | types.ElicitRequestURLParams
+    if form.url is not None:
+        params = types.ElicitRequestURLParams(message=form.message, url=form.url)
+    else:
+        params = types.ElicitRequestFormParams(message=form.message, requested_schema=form.schema)
     return types.InputRequiredResult(
-        input_requests={
-            INPUT_KEY: types.ElicitRequest(
-                params=types.ElicitRequestFormParams(
-                    message=form.message, requested_schema=form.schema
-                )
-            )
-        },
+        input_requests={INPUT_KEY: types.ElicitRequest(params=params)},
         request_state=state.dumps(),
     )
 

@@ -39,7 +39,6 @@ from toolcalls.worker.mcp.calls import call_tool
 from toolcalls.worker.mcp.front import IDEMPOTENCY_KEY, Front
 from toolcalls.worker.mcp.rounds import STATE_TTL_SECONDS, state_boundary
 from toolcalls.worker.mcp.sealing import TaskIds, state_security
-from toolcalls.worker.mcp.settings import inbox_origin
 from toolcalls.worker.mcp.tasks import Tasks
 from toolcalls.worker.payloads.server import split_listen
 from toolcalls.worker.run import stop_on_signals
@@ -112,14 +111,14 @@ async def run(config: Config, args: argparse.Namespace, environ: Mapping[str, st
     address = _address(args.http or config.mcp.listen) if http else None
     token = token_from(environ, config.mcp.token_env) if http else None
     who = identity(config, http)
-    security = state_security(
-        environ, config.mcp.state_key_env, ttl=STATE_TTL_SECONDS, audience=SERVER_NAME
-    )
     catalog = build_catalog(config)
     profile = getattr(args, "profile", None) or config.mcp.profile
     if profile is not None and profile not in catalog.settings.profiles:
         known = ", ".join(catalog.settings.profiles) or "none"
         raise ConfigError(f"mcp: no profile {profile!r}; profiles: {known}")
+    security = state_security(
+        environ, config.mcp.state_key_env, ttl=STATE_TTL_SECONDS, audience=SERVER_NAME
+    )
     # A busy port stops the command before it connects to anything.
     sock = bind(*address, "mcp") if address is not None else None
     try:
@@ -162,18 +161,9 @@ async def _serve(
 
 
 def inbox_url_of(config: Config, args: argparse.Namespace) -> str | None:
-    """The inbox's public URL: ``--inbox-url``, else ``[mcp] inbox_url``.
-
-    Raises:
-        ConfigError: ``--inbox-url`` is not an http(s) URL.
-    """
-    given = getattr(args, "inbox_url", None)
-    if given is None:
-        return config.mcp.inbox_url
-    try:
-        return inbox_origin(given)
-    except ValueError as exc:
-        raise ConfigError(f"mcp: --inbox-url: {exc}") from None
+    """The inbox's public URL: ``--inbox-url`` (checked by the parser), else ``[mcp] inbox_url``."""
+    given: str | None = getattr(args, "inbox_url", None)
+    return given or config.mcp.inbox_url
 
 
 def _address(listen: str) -> tuple[str, int]:
