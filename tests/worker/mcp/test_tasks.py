@@ -149,3 +149,49 @@ async def test_a_task_id_is_bound_to_its_principal_and_cannot_be_altered(
     # The task is still there for its own client.
     assert (await raw.get(task_id))["status"] in ("working", "input_required")
     await raw.cancel(task_id)
+
+
+async def test_an_approval_form_is_answered_through_tasks_update(
+    spawn: Spawn,
+    tmp_path: Path,
+    address: str,
+    deployment: Deployment,
+    worker: None,
+    client: Client,
+) -> None:
+    deployment.write("approve_via_elicitation = true")
+    url, _ = serve(spawn, tmp_path, address, deployment)
+    raw = Raw(url)
+    created = await raw.call("set_value", {"key": "colour", "value": '"blue"'})
+    task_id = created["taskId"]
+    asking = await raw.until(task_id, status_is("input_required"), what="input_required")
+    [(key, request)] = asking["inputRequests"].items()
+    assert request["params"]["mode"] == "form"
+    assert request["params"]["message"].startswith("Approve this set_value call?")
+    decision = {"action": "accept", "content": {"decision": "approve", "reason": "as a task"}}
+    await raw.update(task_id, {key: decision})
+    done = await raw.until(task_id, status_is("completed"), what="completed")
+    assert done["result"]["structuredContent"]["created"] is True
+    workflow_id = done["_meta"]["toolcalls/workflow_id"]
+    recorded = await client.get_workflow_handle_for(ToolCallWorkflow.run, workflow_id).result()
+    assert recorded.approval is not None
+    assert (recorded.approval.approver, recorded.approval.reason) == (USER, "as a task")
+
+
+async def test_a_call_that_ended_without_a_result_is_a_failed_task(
+    spawn: Spawn,
+    tmp_path: Path,
+    address: str,
+    deployment: Deployment,
+    worker: None,
+    client: Client,
+) -> None:
+    url, _ = serve(spawn, tmp_path, address, deployment)
+    raw = Raw(url)
+    created = await raw.call("ask_user", {"question": "Still there?", "options": None})
+    workflow_id = created["_meta"]["toolcalls/workflow_id"]
+    await client.get_workflow_handle(workflow_id).terminate(reason="gone")
+    failed = await raw.until(created["taskId"], status_is("failed"), what="failed")
+    message = f"{workflow_id}: the call ended without a result"
+    assert failed["statusMessage"] == message
+    assert failed["error"] == {"code": -32603, "message": message}
