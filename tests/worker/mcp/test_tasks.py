@@ -47,6 +47,8 @@ async def test_a_call_that_ends_within_the_grace_is_answered_as_usual(
     spawn: Spawn, tmp_path: Path, address: str, deployment: Deployment, worker: None
 ) -> None:
     url, _ = serve(spawn, tmp_path, address, deployment)
+    discovered = await Raw(url).request("server/discover", {})
+    assert discovered["capabilities"]["extensions"] == {TASKS: {}}
     result = await Raw(url).call("calculator", {"expression": "6 * 7"})
     assert result["resultType"] == "complete"
     assert result["structuredContent"] == {"expression": "6 * 7", "result": 42}
