@@ -5,8 +5,10 @@ client gets the deployment's policy, approvals, exactly-once writes and history 
 Temporal code. The modules, in the order a request meets them: ``server`` (transports and the
 SDK's server), ``auth`` (the HTTP bearer token), ``tools`` (``tools/list``), ``front`` (shared
 state, workflow ids), ``calls`` (``tools/call``), ``follow`` (progress and elicitation while a
-call waits), ``elicit`` (the forms), ``results`` (the MCP result). ``settings`` is the ``[mcp]``
-section; it is the only module that loads without the ``mcp`` extra.
+call waits), ``elicit`` (the forms), ``handover`` (approvals handed to the inbox as links),
+``rounds`` (2026-07-28 ``input_required`` rounds), ``tasks`` (the Tasks extension), ``sealing``
+(the key of task ids and ``requestState``), ``results`` (the MCP result). ``settings`` is the
+``[mcp]`` section; it is the only module that loads without the ``mcp`` extra.
 """
 
 from __future__ import annotations

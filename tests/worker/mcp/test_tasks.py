@@ -13,7 +13,7 @@ from temporalio.client import Client
 from tests.support.processes import eventually, live_members
 from tests.worker.mcp.raw import TASKS, Raw, RpcError
 from tests.worker.mcp.support import USER, Deployment
-from tests.worker.support import Spawn, Spawned, free_port, hermetic_env
+from tests.worker.support import Spawn, Spawned, free_port, hermetic_env, toolcalls
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.call import CallStatus
 
@@ -197,3 +197,27 @@ async def test_a_call_that_ended_without_a_result_is_a_failed_task(
     message = f"{workflow_id}: the call ended without a result"
     assert failed["statusMessage"] == message
     assert failed["error"] == {"code": -32603, "message": message}
+
+
+async def test_a_short_state_key_and_a_bad_inbox_url_stop_the_command(
+    tmp_path: Path, address: str, deployment: Deployment
+) -> None:
+    args = ("mcp", "--config", str(deployment.path), "--address", address)
+    short = hermetic_env(tmp_path, TOOLCALLS_MCP_STATE_KEY="too-short")
+    done = await toolcalls(tmp_path, *args, env=short)
+    assert (done.code, done.stderr) == (
+        2,
+        "toolcalls: mcp.state_key_env: the key in TOOLCALLS_MCP_STATE_KEY has fewer than 32 "
+        "characters\n",
+    )
+    done = await toolcalls(tmp_path, *args, "--inbox-url", "ftp://inbox.example.com")
+    assert done.code == 2
+    assert done.stderr.endswith(
+        "argument --inbox-url: 'ftp://inbox.example.com' is not an http(s) URL (the inbox's "
+        "public address)\n"
+    )
+    deployment.write('inbox_url = "https://inbox.example.com/?x=1"')
+    done = await toolcalls(tmp_path, *args)
+    assert done.code == 2
+    assert "the inbox's URL takes no query or fragment" in done.stderr
+    assert len(done.stderr.splitlines()) == 1
