@@ -15,6 +15,7 @@ from toolcalls.activities.definitions import DEFINITION_FORMATS
 from toolcalls.worker import arguments, cli_help
 from toolcalls.worker.cli_help import CONFIG, TOOL, WORKFLOW_ID
 from toolcalls.worker.exits import EXIT_USAGE, leave
+from toolcalls.worker.mcp.settings import inbox_origin
 from toolcalls.worker.telemetry.settings import LogFormat, split_address
 from toolcalls.workflows.models.approval import GrantScope
 from toolcalls.workflows.reach.client import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
@@ -133,6 +134,13 @@ def _mcp_parser(commands_: Commands, connection: _Parser) -> None:
     )
     mcp.add_argument(
         "--profile", metavar="NAME", help="offer only this profile's tools (default [mcp] profile)"
+    )
+    mcp.add_argument(
+        "--inbox-url",
+        metavar="URL",
+        type=_inbox_url,
+        help="the approval inbox's public URL: approvals are handed over as links to it "
+        "(default [mcp] inbox_url)",
     )
 
 
@@ -305,3 +313,10 @@ def _address(value: str) -> str:
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return value
+
+
+def _inbox_url(value: str) -> str:
+    try:
+        return inbox_origin(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

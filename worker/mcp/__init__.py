@@ -6,7 +6,9 @@ Temporal code. The modules, in the order a request meets them: ``server`` (trans
 SDK's server), ``auth`` (the HTTP bearer token; ``oauth`` and ``requester`` for OAuth access
 tokens), ``tools`` (``tools/list``), ``front`` (shared state, workflow ids), ``calls``
 (``tools/call``), ``follow`` (progress and elicitation while a call waits), ``elicit`` (the
-forms), ``results`` (the MCP result). ``settings`` is the ``[mcp]`` section and
+forms), ``handover`` (approvals handed to the inbox as links), ``rounds`` (2026-07-28
+``input_required`` rounds), ``tasks`` (the Tasks extension), ``sealing`` (the key of task ids and
+``requestState``), ``results`` (the MCP result). ``settings`` is the ``[mcp]`` section and
 ``oauth_settings`` its ``[mcp.oauth]``; they are the only modules that load without the ``mcp``
 extra.
 """

@@ -32,6 +32,7 @@ from toolcalls.worker.mcp.front import Front
 from toolcalls.worker.mcp.requester import request_front
 from toolcalls.worker.mcp.results import call_result, tool_error
 from toolcalls.worker.mcp.rounds import input_required, resume
+from toolcalls.worker.mcp.tasks import Tasks, declares_tasks
 from toolcalls.workflows.models.call import ErrorCode, ToolCallRequest, ToolCallResult
 from toolcalls.workflows.reach.client import CallConflict, PayloadTooLarge, Started
 
@@ -46,9 +47,10 @@ log = logging.getLogger("toolcalls.mcp")
 
 
 async def call_tool(
-    front: Front, ctx: Any, params: types.CallToolRequestParams
-) -> types.CallToolResult | types.InputRequiredResult:
-    """Run one ``tools/call`` (see the module docstring).
+    front: Front, ctx: Any, params: types.CallToolRequestParams, tasks: Tasks | None = None
+) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
+    """Run one ``tools/call`` (see the module docstring); with ``tasks``, a request that declares
+    the Tasks extension gets a task for a call that goes on (``toolcalls.worker.mcp.tasks``).
 
     Raises:
         MCPError: an unknown tool, a malformed idempotency key, or a key that names another call
@@ -91,6 +93,8 @@ async def call_tool(
         return started
     if started.existing:
         log.info("%s: joined the existing call (%s)", workflow_id, params.name)
+    if tasks is not None and declares_tasks(ctx):
+        return await tasks.answer(ctx, started)
     follower = Follower(front, ctx, workflow_id, resumed.asked if resumed else ())
     try:
         outcome = await _wait(follower, started)

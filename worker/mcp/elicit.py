@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import mcp_types as types
 
+from toolcalls.worker.mcp.handover import inbox_message
 from toolcalls.worker.render import compact, shorten, when
 from toolcalls.workflows.models.approval import MAX_REASON_CHARS, ApprovalRequest
 from toolcalls.workflows.models.call import MAX_ANSWER_CHARS, UserQuestion
@@ -42,12 +43,14 @@ def takes_forms(session: Any) -> bool:
 class Form:
     """One form for the MCP user: a question or an approval, and the request it answers."""
 
-    kind: Literal["question", "approval"]
+    kind: Literal["question", "approval", "inbox"]
     request_id: str
     digest: str | None
     """The approved call's digest (approvals): a decision binds to what the form showed."""
     message: str
     schema: dict[str, Any]
+    url: str | None = None
+    """The link an ``inbox`` form opens (``toolcalls.worker.mcp.handover``): it asks nothing."""
 
     @classmethod
     def of_question(cls, question: UserQuestion) -> Form:
@@ -56,6 +59,10 @@ class Form:
     @classmethod
     def of_approval(cls, request: ApprovalRequest) -> Form:
         return cls("approval", request.request_id, request.digest, *approval_form(request))
+
+    @classmethod
+    def of_inbox(cls, request: ApprovalRequest, url: str) -> Form:
+        return cls("inbox", request.request_id, None, inbox_message(request), {}, url)
 
 
 def question_form(question: UserQuestion) -> tuple[str, dict[str, Any]]:

@@ -36,6 +36,7 @@ from toolcalls.worker.mcp.elicit import (
     takes_forms,
 )
 from toolcalls.worker.mcp.front import Front
+from toolcalls.worker.mcp.handover import takes_links
 from toolcalls.workflows.models.approval import ApprovalDecision
 from toolcalls.workflows.models.call import Phase
 from toolcalls.workflows.reach.client import CallView, Delivery, NoPendingRequest, Outcome
@@ -157,6 +158,13 @@ class Follower:
             and may_decide(self.front.identity, approval)
         ):
             form = Form.of_approval(approval)
+        elif (
+            approval is not None
+            and self.front.inbox_url is not None
+            and approval.request_id not in self.asked
+            and takes_links(self.ctx.session)
+        ):
+            form = Form.of_inbox(approval, self.front.decide_at(state.workflow_id))
         if form is None:
             return
         self.asked.add(form.request_id)
@@ -169,9 +177,7 @@ class Follower:
         async def asking() -> None:
             with scope:
                 try:
-                    result: types.ElicitResult = await self.ctx.session.elicit_form(
-                        form.message, form.schema, related_request_id=self.ctx.request_id
-                    )
+                    result: types.ElicitResult = await self._elicit(form)
                     note = await deliver(self.front, self.workflow_id, form, result)
                     if note:
                         await self.report(note)
@@ -181,11 +187,22 @@ class Follower:
 
         forms.start_soon(asking)
 
+    async def _elicit(self, form: Form) -> types.ElicitResult:
+        session, related = self.ctx.session, self.ctx.request_id
+        result: types.ElicitResult
+        if form.url is not None:
+            result = await session.elicit_url(form.message, form.url, form.request_id, related)
+        else:
+            result = await session.elicit_form(form.message, form.schema, related)
+        return result
+
 
 async def deliver(
     front: Front, workflow_id: str, form: Form, result: types.ElicitResult
 ) -> str | None:
     """Give the call what the MCP user answered on ``form``; a note for the progress, if any."""
+    if form.kind == "inbox":  # a link is never a decision, whatever the client answered
+        return f"the link to the approval inbox was answered {result.action!r}; the call waits"
     try:
         if form.kind == "question":
             text = question_answer(result)

@@ -52,6 +52,8 @@ class Front:
     process_session: str | None = None
     """The session of every request over stdio; ``None`` over HTTP (each has its own)."""
     tools: list[types.Tool] = field(default_factory=list)
+    inbox_url: str | None = None
+    """The approval inbox's public URL (``[mcp] inbox_url``): where a person decides."""
 
     @classmethod
     def build(
@@ -64,6 +66,7 @@ class Front:
         approve_via_elicitation: bool,
         stdio: bool,
         profile: str | None = None,
+        inbox_url: str | None = None,
     ) -> Front:
         return cls(
             calls=calls,
@@ -74,6 +77,7 @@ class Front:
             profile=profile,
             process_session=uuid.uuid4().hex if stdio else None,
             tools=tool_definitions(catalog, profile),
+            inbox_url=inbox_url,
         )
 
     def offers(self, tool: str) -> bool:
@@ -83,7 +87,10 @@ class Front:
         return tool in self.catalog.settings.profiles[self.profile]
 
     def decide_at(self, workflow_id: str) -> str:
-        """The link where a human decides on ``workflow_id``."""
+        """The link where a human decides on ``workflow_id``: its page in the inbox, when one is
+        configured, else ``[notifications] link``."""
+        if self.inbox_url is not None:
+            return f"{self.inbox_url}/calls/{workflow_id}"
         namespace = self.calls.client.namespace
         return self.link.replace("{workflow_id}", workflow_id).replace("{namespace}", namespace)
 

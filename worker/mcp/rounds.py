@@ -6,10 +6,11 @@ form as an embedded elicitation, and a ``requestState`` naming the call. The cli
 form and sends the same ``tools/call`` again with the user's response and the state; the server
 gives the call the response and goes on waiting on the same call.
 
-The state is sealed by the SDK's ``RequestStateBoundary`` (AES-GCM under a key held by this
-process, bound to the tool and its arguments, ``STATE_TTL_SECONDS`` long), so what comes back is
-what this process minted: a client can neither forge a state naming another call nor replay one
-on other arguments. A state minted before the server restarted is refused (``-32602``); the
+The state is sealed by the SDK's ``RequestStateBoundary`` (AES-GCM under the server's sealing key,
+``toolcalls.worker.mcp.sealing``, bound to the tool and its arguments, ``STATE_TTL_SECONDS``
+long), so what comes back is what this deployment minted: a client can neither forge a state
+naming another call nor replay one on other arguments. Without ``[mcp] state_key_env`` the key is
+the process's own, and a state minted before the server restarted is refused (``-32602``); the
 client then calls again, and its idempotency key finds the call.
 """
 
@@ -35,9 +36,13 @@ STATE_TTL_SECONDS = 24 * 3600
 log = logging.getLogger("toolcalls.mcp")
 
 
-def state_boundary(audience: str) -> RequestStateBoundary:
-    """The server middleware that seals and checks ``requestState``."""
-    security = RequestStateSecurity.ephemeral(ttl=STATE_TTL_SECONDS, audience=audience)
+def state_boundary(
+    audience: str, security: RequestStateSecurity | None = None
+) -> RequestStateBoundary:
+    """The server middleware that seals and checks ``requestState`` (under ``security``, the
+    server's sealing key; a key of the process's own without it)."""
+    if security is None:
+        security = RequestStateSecurity.ephemeral(ttl=STATE_TTL_SECONDS, audience=audience)
     return RequestStateBoundary(security, default_audience=audience)
 
 
@@ -77,14 +82,13 @@ class Round:
 def input_required(workflow_id: str, form: Form, asked: set[str]) -> types.InputRequiredResult:
     """The result that hands ``form`` to the client and names the call to come back to."""
     state = Round(workflow_id, form, tuple(sorted(asked)))
+    params: types.ElicitRequestFormParams | types.ElicitRequestURLParams
+    if form.url is not None:
+        params = types.ElicitRequestURLParams(message=form.message, url=form.url)
+    else:
+        params = types.ElicitRequestFormParams(message=form.message, requested_schema=form.schema)
     return types.InputRequiredResult(
-        input_requests={
-            INPUT_KEY: types.ElicitRequest(
-                params=types.ElicitRequestFormParams(
-                    message=form.message, requested_schema=form.schema
-                )
-            )
-        },
+        input_requests={INPUT_KEY: types.ElicitRequest(params=params)},
         request_state=state.dumps(),
     )
 

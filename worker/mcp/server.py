@@ -20,11 +20,13 @@ import importlib.metadata
 import logging
 import socket
 from collections.abc import Mapping
+from typing import Any
 
 import anyio
 import mcp_types as types
 import uvicorn
 from mcp.server.lowlevel.server import Server
+from mcp.server.request_state import RequestStateSecurity
 from mcp.server.stdio import stdio_server
 
 from toolcalls.activities.catalog import Catalog
@@ -36,7 +38,9 @@ from toolcalls.worker.mcp.auth import BearerToken, Gate, token_from
 from toolcalls.worker.mcp.calls import call_tool
 from toolcalls.worker.mcp.front import IDEMPOTENCY_KEY, Front
 from toolcalls.worker.mcp.requester import request_front
-from toolcalls.worker.mcp.rounds import state_boundary
+from toolcalls.worker.mcp.rounds import STATE_TTL_SECONDS, state_boundary
+from toolcalls.worker.mcp.sealing import TaskIds, state_security
+from toolcalls.worker.mcp.tasks import Tasks
 from toolcalls.worker.mcp.tools import TOOLS_TTL_MS
 from toolcalls.worker.payloads.server import split_listen
 from toolcalls.worker.run import stop_on_signals
@@ -54,8 +58,12 @@ INSTRUCTIONS = (
 log = logging.getLogger("toolcalls.mcp")
 
 
-def build_server(front: Front) -> Server:
-    """The MCP server of ``front``: its tools and how they are called."""
+def build_server(front: Front, security: RequestStateSecurity | None = None) -> Server:
+    """The MCP server of ``front``: its tools, how they are called, and their tasks (sealed
+    under ``security``, the key of ``requestState`` too; one of the process's own without it)."""
+    if security is None:
+        security = RequestStateSecurity.ephemeral(ttl=STATE_TTL_SECONDS, audience=SERVER_NAME)
+    tasks = Tasks(front, TaskIds(security.codec))
 
     async def list_tools(
         ctx: object, params: types.PaginatedRequestParams | None
@@ -65,8 +73,10 @@ def build_server(front: Front) -> Server:
 
     async def call(
         ctx: object, params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
-        return await call_tool(front, ctx, params)
+    ) -> Any:  # a CallToolResult, an InputRequiredResult, or a task (see docs/mcp.md)
+        # A task (a mapping whose resultType is "task") is outside the SDK's annotation, but its
+        # runner sends a 2026-07-28 result of an extension's resultType as it is.
+        return await call_tool(front, ctx, params, tasks)
 
     server = Server(
         SERVER_NAME,
@@ -75,7 +85,8 @@ def build_server(front: Front) -> Server:
         on_list_tools=list_tools,
         on_call_tool=call,
     )
-    server.middleware.append(state_boundary(SERVER_NAME))
+    server.middleware.append(state_boundary(SERVER_NAME, security))
+    tasks.register(server)
     return server
 
 
@@ -111,10 +122,13 @@ async def run(config: Config, args: argparse.Namespace, environ: Mapping[str, st
     if profile is not None and profile not in catalog.settings.profiles:
         known = ", ".join(catalog.settings.profiles) or "none"
         raise ConfigError(f"mcp: no profile {profile!r}; profiles: {known}")
+    security = state_security(
+        environ, config.mcp.state_key_env, ttl=STATE_TTL_SECONDS, audience=SERVER_NAME
+    )
     # A busy port stops the command before it connects to anything.
     sock = bind(*address, "mcp") if address is not None else None
     try:
-        await _serve(config, args, catalog, who, profile, (address, sock), token)
+        await _serve(config, args, catalog, who, profile, (address, sock), token, security)
     finally:
         if sock is not None:
             sock.close()
@@ -129,6 +143,7 @@ async def _serve(
     profile: str | None,
     listener: tuple[tuple[str, int] | None, socket.socket | None],
     token: str | None,
+    security: RequestStateSecurity,
 ) -> None:
     address, sock = listener
     http = sock is not None
@@ -142,13 +157,20 @@ async def _serve(
         approve_via_elicitation=config.mcp.approve_via_elicitation,
         stdio=not http,
         profile=profile,
+        inbox_url=inbox_url_of(config, args),
     )
-    server = build_server(front)
+    server = build_server(front, security)
     if address is not None and sock is not None:
         gate = Gate(token, config.mcp.oauth, profile, MCP_PATH)
         await _serve_http(server, address, sock, gate, catalog)
     else:
         await _serve_stdio(server)
+
+
+def inbox_url_of(config: Config, args: argparse.Namespace) -> str | None:
+    """The inbox's public URL: ``--inbox-url`` (checked by the parser), else ``[mcp] inbox_url``."""
+    given: str | None = getattr(args, "inbox_url", None)
+    return given or config.mcp.inbox_url
 
 
 def _address(listen: str) -> tuple[str, int]:

@@ -8,6 +8,8 @@ the local user; or from a verified access token), never from the client.
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolcalls.activities.network.http_paths import check_env_name
@@ -17,6 +19,7 @@ from toolcalls.workflows.rules.identities import canonical_name
 
 DEFAULT_LISTEN = "127.0.0.1:8765"
 DEFAULT_TOKEN_ENV = "TOOLCALLS_MCP_TOKEN"
+DEFAULT_STATE_KEY_ENV = "TOOLCALLS_MCP_STATE_KEY"
 
 
 class McpSection(BaseModel):
@@ -43,12 +46,39 @@ class McpSection(BaseModel):
     """``[mcp.oauth]``: accept OAuth access tokens over HTTP (``worker/mcp/oauth_settings.py``);
     with it, the static token of ``token_env`` is optional."""
 
+    inbox_url: str | None = None
+    """The approval inbox's public URL (``http(s)://HOST[:PORT][/PATH]``, ``--inbox-url``): a
+    waiting approval is handed to a person as a link to the call's page there, and progress
+    names it instead of ``[notifications] link``."""
+    state_key_env: str = DEFAULT_STATE_KEY_ENV
+    """The environment variable holding the key (32+ characters) that seals ``requestState``
+    and task ids; unset: a key of the process's own, so neither survives a restart."""
+
+    @field_validator("inbox_url")
+    @classmethod
+    def _inbox_url(cls, url: str | None) -> str | None:
+        return None if url is None else inbox_origin(url)
+
     @field_validator("user")
     @classmethod
     def _user(cls, name: str | None) -> str | None:
         return None if name is None else canonical_name(name, "user")
 
-    @field_validator("token_env")
+    @field_validator("token_env", "state_key_env")
     @classmethod
-    def _token_env(cls, name: str) -> str:
+    def _env_name(cls, name: str) -> str:
         return check_env_name(name)
+
+
+def inbox_origin(url: str) -> str:
+    """``url`` as the inbox's base URL, without a trailing slash.
+
+    Raises:
+        ValueError: not an absolute ``http``/``https`` URL, or one with a query or fragment.
+    """
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{url!r} is not an http(s) URL (the inbox's public address)")
+    if parts.query or parts.fragment:
+        raise ValueError(f"{url!r}: the inbox's URL takes no query or fragment")
+    return url.strip().rstrip("/")
