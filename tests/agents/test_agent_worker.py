@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import sys
+import tomllib
 import uuid
 from pathlib import Path
 from typing import Any
@@ -174,3 +176,14 @@ def test_without_the_extra_agent_worker_s_import_names_it(
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith(f"ImportError: toolcalls.agents.{adapter} needs "), last
     assert last.endswith(f"pip install 'toolcalls[{extra}]'"), last
+
+
+def test_make_installs_each_adapter_s_extra() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    [extras] = re.findall(r"pip install --quiet -e '\.\[([\w,-]+)\]'", makefile)
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    for extra in ("pydantic-ai", "openai-agents", "langgraph"):
+        assert extra in extras.split(","), f"make does not install the {extra} extra"
+        assert extra in declared, f"pyproject.toml has no {extra} extra"
