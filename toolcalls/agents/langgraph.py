@@ -10,7 +10,9 @@ agent's workflow:
   and a tool node (``ToolsNode``: a ``langgraph.prebuilt.ToolNode`` run in the workflow),
   ready for ``LangGraphPlugin(graphs={...})``.
 - ``toolcalls_config(tool_calls)``: the graph's config carrying the workflow's ``ToolCalls``,
-  through which every tool call runs (a child ``ToolCallWorkflow``, or inline).
+  through which every tool call runs (a child ``ToolCallWorkflow``, or inline);
+- ``agent_worker(client, task_queue=..., workflows=[...], graphs={...})``: the agent's worker,
+  with ``LangGraphPlugin`` for the graphs; ``ScriptedChatModel``, an offline model.
 
 A tool's message is ``model_reply``'s text (``toolcalls.workflows.models.reply``); it has status
 ``"error"`` for every outcome but ``completed``. The model's tool-call id is the call id, so a

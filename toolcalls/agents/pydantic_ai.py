@@ -19,6 +19,9 @@ The definitions come from the deployment, once per agent run: the ``toolcalls.de
 activity on the deployment's task queue (``ToolCalls.definitions``), recorded in the run's
 history, so the agent's worker needs no tool configuration and a replay sees what the model saw.
 
+``agent_worker(client, task_queue=..., workflows=[...])`` runs the agent's workflows on a worker
+with ``PydanticAIPlugin``; ``scripted_model(...)`` is an offline model for demos and tests.
+
 What the model reads is ``toolcalls.workflows.models.reply.model_reply`` of each result:
 
 - ``completed``, and an approver's answer in place of the tool (``responded``): the reply's
