@@ -5,11 +5,12 @@ Run it from the repository's root against `make run` (which serves examples/tool
     python examples/agents/langgraph.py                    # prints `toolcalls approve ...`, waits
     python examples/agents/langgraph.py --approve-as demo  # approves its own call
 
-It starts a worker for the agent's workflow on a queue of its own, with `LangGraphPlugin`, and
-asks the agent to write a file under /tmp/toolcalls-scratch. The model is scripted (offline, no
-API key): it asks for `create_file`, which needs a person's approval in the example deployment,
-then answers with what the tool returned. To use a real model, give `agent_graph` a chat model
-that binds tools, e.g. `ChatOpenAI(model="gpt-5-mini")` (the `langchain-openai` package).
+It starts a worker for the agent's workflow on a queue of its own (`agent_worker`, with
+`LangGraphPlugin`), and asks the agent to write a file under /tmp/toolcalls-scratch (`--folder` for
+another of the deployment's roots). The model is scripted (offline, no API key): it asks for
+`create_file`, which needs a person's approval in the example deployment, then answers with what
+the tool returned. To use a real model, give `agent_graph` a chat model that binds tools, e.g.
+`ChatOpenAI(model="gpt-5-mini")` (the `langchain-openai` package).
 """
 
 from __future__ import annotations
@@ -36,12 +37,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from temporalio.client import Client
 from temporalio.envconfig import ClientConfig
-from temporalio.langgraph import LangGraphPlugin, graph
+from temporalio.langgraph import graph
 from temporalio.service import RPCError
-from temporalio.worker import Worker
 
 import toolcalls
-from toolcalls.agents.langgraph import agent_graph, langchain_tools, toolcalls_config
+from toolcalls.agents.langgraph import agent_graph, agent_worker, langchain_tools, toolcalls_config
 
 SCRATCH = Path("/tmp/toolcalls-scratch")
 CALL_ID = "write-note"
@@ -101,29 +101,21 @@ async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--approve-as", metavar="NAME", help="approve the agent's call yourself")
     parser.add_argument("--task-queue", default="toolcalls", help="the deployment's task queue")
+    parser.add_argument("--folder", type=Path, default=SCRATCH, help=f"the note's ({SCRATCH})")
     args = parser.parse_args()
-    # The worker's side only: the workflow's sandbox imports this file without it.
-    from toolcalls.worker.plugin import sandbox_runner
-
     client = await Client.connect(
         **ClientConfig.load_client_connect_config(), data_converter=toolcalls.data_converter()
     )
     calls = toolcalls.ToolCallClient(client, task_queue=args.task_queue)
     # The tools, as the deployment defines them: asked once, when the agent's worker starts.
     definitions = await calls.definitions(format="openai")
-    model = ScriptedModel(path=str(SCRATCH / f"langgraph-{uuid.uuid4().hex[:8]}.txt"))
-    plugin = LangGraphPlugin(graphs={"agent": agent_graph(model, langchain_tools(definitions))})
+    model = ScriptedModel(path=str(args.folder / f"langgraph-{uuid.uuid4().hex[:8]}.txt"))
+    graphs = {"agent": agent_graph(model, langchain_tools(definitions))}
     queue = f"langgraph-agent-{uuid.uuid4().hex[:8]}"
-    async with Worker(
-        client,
-        task_queue=queue,
-        workflows=[NoteAgent],
-        workflow_runner=sandbox_runner(),
-        plugins=[plugin],
-    ):
-        handle = await client.start_workflow(
-            NoteAgent.run, args.task_queue, id=f"note-agent-{uuid.uuid4()}", task_queue=queue
-        )
+    async with agent_worker(
+        client, task_queue=queue, workflows=[NoteAgent], graphs=graphs
+    ) as agents:
+        handle = await agents.start(NoteAgent.run, args.task_queue, id=f"note-agent-{uuid.uuid4()}")
         call = f"{handle.id}/tools/{CALL_ID}"
         await waiting(calls, call)
         if args.approve_as:

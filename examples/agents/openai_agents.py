@@ -5,13 +5,13 @@ Start the deployment with `make run`, then, from the repository's root:
     python examples/agents/openai_agents.py                     # prints `toolcalls approve ...`
     python examples/agents/openai_agents.py --approve-as alice  # approves its own call
 
-The agent runs in a workflow on this script's own worker, with Temporal's OpenAIAgentsPlugin: the
-model's turns are activities, and the tool the model asks for runs through ToolCalls as a child
-ToolCallWorkflow on the deployment. create_file needs a person's approval there, so the agent's
-workflow waits, durably, until someone approves (`toolcalls approve`, the inbox, or this script).
-The model is offline and scripted (no API key): it asks for create_file, then answers with what
-the tool returned. For a real model, set OPENAI_API_KEY, give the Agent a model name, and build
-the plugin without model_provider (docs/agents.md, "OpenAI Agents SDK").
+The agent runs in a workflow on this script's own worker (`agent_worker`, with Temporal's
+OpenAIAgentsPlugin): the model's turns are activities, and the tool the model asks for runs through
+ToolCalls as a child ToolCallWorkflow on the deployment. create_file needs a person's approval
+there, so the agent's workflow waits, durably, until someone approves (`toolcalls approve`, the
+inbox, or this script). The model is offline and scripted (no API key): it asks for create_file,
+then answers with what the tool returned. For a real model, set OPENAI_API_KEY, give the Agent a
+model name, and leave out `model=` (docs/agents.md, "OpenAI Agents SDK").
 
 The server comes from TEMPORAL_ADDRESS or your Temporal profile (default localhost:7233), the
 deployment's configuration from TOOLCALLS_CONFIG (default examples/toolcalls.toml).
@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import os
 import uuid
-from datetime import timedelta
 from pathlib import Path
 
 from agents import Agent, Runner
@@ -31,13 +30,10 @@ from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.client import Client
 from temporalio.envconfig import ClientConfig
-from temporalio.openai_agents import ModelActivityParameters, OpenAIAgentsPlugin
-from temporalio.openai_agents.testing import TestModelProvider
-from temporalio.worker import Worker
 
 import toolcalls
 from toolcalls import ToolCallClient, ToolCalls
-from toolcalls.agents.openai_agents import agent_data_converter, function_tools
+from toolcalls.agents.openai_agents import agent_worker, function_tools
 from toolcalls.agents.openai_agents.testing import ScriptedModel
 
 AGENT_QUEUE = "openai-agents-example"
@@ -71,34 +67,27 @@ async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--approve-as", metavar="NAME", help="approve the agent's call as NAME")
     parser.add_argument("--task-queue", default="toolcalls", help="the deployment's task queue")
+    parser.add_argument("--folder", type=Path, default=SCRATCH, help=f"the note's ({SCRATCH})")
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")  # no traces sent to OpenAI
-    config = deployment_config()
     connect = ClientConfig.load_client_connect_config()
     connect.setdefault("target_host", "localhost:7233")
+    client = await Client.connect(**connect, data_converter=toolcalls.data_converter(config()))
+    # Approving goes through the deployment's client: agent_worker's has the agents plugin.
+    calls = ToolCallClient(client)
 
-    note = SCRATCH / f"agent-note-{uuid.uuid4().hex[:8]}.txt"
+    note = args.folder / f"agent-note-{uuid.uuid4().hex[:8]}.txt"
     model = ScriptedModel(
         [("create_file", {"path": str(note), "content": "Buy milk.\n"})],
         answer="I saved your note. The tool said: {output}",
     )
-    plugin = OpenAIAgentsPlugin(
-        model_params=ModelActivityParameters(start_to_close_timeout=timedelta(seconds=30)),
-        model_provider=TestModelProvider(model),
-    )
-    client = await Client.connect(
-        **connect, data_converter=agent_data_converter(config), plugins=[plugin]
-    )
-    # Approving goes through a client of the deployment's own, without the agents plugin.
-    calls = ToolCallClient(
-        await Client.connect(**connect, data_converter=toolcalls.data_converter(config))
-    )
-    async with Worker(client, task_queue=AGENT_QUEUE, workflows=[NoteTaker]):
-        handle = await client.start_workflow(
+    async with agent_worker(
+        client, task_queue=AGENT_QUEUE, workflows=[NoteTaker], model=model
+    ) as agents:
+        handle = await agents.start(
             NoteTaker.run,
             NoteRequest(prompt=f"Save 'Buy milk.' to {note}", task_queue=args.task_queue),
             id=f"openai-agents-example-{uuid.uuid4().hex[:8]}",
-            task_queue=AGENT_QUEUE,
         )
         print(f"agent workflow {handle.id} started")
         result = asyncio.ensure_future(handle.result())
@@ -117,7 +106,7 @@ async def main() -> int:
     return 0
 
 
-def deployment_config() -> str:
+def config() -> str:
     """$TOOLCALLS_CONFIG, else the example deployment's file."""
     example = Path(__file__).resolve().parents[1] / "toolcalls.toml"
     return os.environ.get("TOOLCALLS_CONFIG") or str(example)

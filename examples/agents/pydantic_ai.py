@@ -5,11 +5,12 @@ With `make run` going, from the repository's root (`TOOLCALLS_CONFIG=examples/to
     python examples/agents/pydantic_ai.py                     # prints the approve command, waits
     python examples/agents/pydantic_ai.py --approve-as alice  # approves its own call
 
-It starts a worker of its own for the agent's workflow, finds the server through
+It starts a worker of its own for the agent's workflow (`agent_worker`), finds the server through
 TEMPORAL_ADDRESS or the Temporal profile (temporalio.envconfig) and runs an offline scripted model
-(`FunctionModel`): it asks for `create_file` under the scratch folder, which the deployment holds
-for a human, then answers with the tool's result. For a real model, give `Agent` a model name
-(`"openai:gpt-5"`, `"anthropic:claude-sonnet-4-5"`) and its API key in the worker's environment.
+(`FunctionModel`): it asks for `create_file` under the scratch folder (`--folder` for another of
+the deployment's roots), which the deployment holds for a human, then answers with the tool's
+result. For a real model, give `Agent` a model name (`"openai:gpt-5"`,
+`"anthropic:claude-sonnet-4-5"`) and its API key in the worker's environment.
 """
 
 from __future__ import annotations
@@ -29,22 +30,18 @@ import asyncio
 import uuid
 
 from pydantic_ai import Agent, ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
-from pydantic_ai.durable_exec.temporal import (
-    PydanticAIPlugin,
-    PydanticAIWorkflow,
-    TemporalDurability,
-)
+from pydantic_ai.durable_exec.temporal import PydanticAIWorkflow, TemporalDurability
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from temporalio import workflow
 from temporalio.client import Client
 from temporalio.envconfig import ClientConfig
-from temporalio.worker import Worker
 
 import toolcalls
 from toolcalls import ToolCalls
-from toolcalls.agents.pydantic_ai import ToolCallsToolset
+from toolcalls.agents.pydantic_ai import ToolCallsToolset, agent_worker
 
 SCRATCH = "/tmp/toolcalls-scratch"
+"""Where the example deployment's file tools work (examples/toolcalls.toml)."""
 CALL_ID = "create-1"
 
 
@@ -85,21 +82,21 @@ async def main() -> int:
     parser.add_argument(
         "--task-queue", default="toolcalls", help="the deployment's task queue (toolcalls)"
     )
+    parser.add_argument("--folder", default=SCRATCH, help=f"where the note goes ({SCRATCH})")
     args = parser.parse_args()
     client = await Client.connect(
         **ClientConfig.load_client_connect_config(),
         data_converter=toolcalls.data_converter(),  # $TOOLCALLS_CONFIG's: store, keys
-        plugins=[PydanticAIPlugin()],
     )
     calls = toolcalls.ToolCallClient(client, task_queue=args.task_queue)
     agent_queue = f"pydantic-ai-agent-{uuid.uuid4().hex[:8]}"
-    async with Worker(client, task_queue=agent_queue, workflows=[FileAgent]):
-        path = f"{SCRATCH}/agent-{uuid.uuid4().hex[:8]}.txt"
-        handle = await client.start_workflow(
+    async with agent_worker(client, task_queue=agent_queue, workflows=[FileAgent]) as agents:
+        path = f"{args.folder}/agent-{uuid.uuid4().hex[:8]}.txt"
+        handle = await agents.start(
             FileAgent.run,
-            args=[f"Create a short note at {path}", args.task_queue],
+            f"Create a short note at {path}",
+            args.task_queue,
             id=f"file-agent-{uuid.uuid4().hex[:8]}",
-            task_queue=agent_queue,
         )
         call_id = f"{handle.id}/tools/{CALL_ID}"  # the agent's child ToolCallWorkflow
         while not any(p.workflow_id == call_id for p in await calls.pending()):

@@ -13,11 +13,10 @@ from tests.docs.blocks import ROOT, Block, MarkerError, blocks, pages, units
 from tests.docs.runner import Setting, commands, run_python, run_shell, run_toml
 from tests.worker.support import Spawned
 
-MAX_SKIPPED = 20
+MAX_SKIPPED = 19
 """Blocks that may stay unrun, each with its reason: excerpts of the project's own code or of a
-workflow (an agent framework's worker and workflow lines, whose whole program runs as its
-example under tests/agents), transcripts that need a call's own request id or a standing grant,
-benchmarks. Lower it when a block comes to run; raising it needs a page that cannot do better."""
+workflow, transcripts that need a call's own request id or a standing grant, benchmarks. Lower
+it when a block comes to run; raising it needs a page that cannot do better."""
 PAGES = [page.relative_to(ROOT).as_posix() for page in pages()]
 
 

@@ -10,7 +10,9 @@ agent's workflow:
   and a tool node (``ToolsNode``: a ``langgraph.prebuilt.ToolNode`` run in the workflow),
   ready for ``LangGraphPlugin(graphs={...})``.
 - ``toolcalls_config(tool_calls)``: the graph's config carrying the workflow's ``ToolCalls``,
-  through which every tool call runs (a child ``ToolCallWorkflow``, or inline).
+  through which every tool call runs (a child ``ToolCallWorkflow``, or inline);
+- ``agent_worker(client, task_queue=..., workflows=[...], graphs={...})``: the agent's worker,
+  with ``LangGraphPlugin`` for the graphs; ``ScriptedChatModel``, an offline model.
 
 A tool's message is ``model_reply``'s text (``toolcalls.workflows.models.reply``); it has status
 ``"error"`` for every outcome but ``completed``. The model's tool-call id is the call id, so a
@@ -22,23 +24,29 @@ replayed or retried graph never runs a call twice.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
 try:
     from langchain_core.language_models import BaseChatModel
-    from langchain_core.messages import convert_to_messages
+    from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, convert_to_messages
+    from langchain_core.outputs import ChatGeneration, ChatResult
     from langchain_core.runnables import Runnable, RunnableConfig
     from langchain_core.runnables.config import merge_configs
     from langchain_core.tools import BaseTool, ToolException
     from langgraph.graph import END, START, MessagesState, StateGraph
     from langgraph.prebuilt import ToolNode, tools_condition
+    from temporalio.langgraph import LangGraphPlugin
 except ImportError as err:  # pragma: no cover - exercised in a subprocess
     raise ImportError(
         "toolcalls.agents.langgraph needs LangGraph: pip install 'toolcalls[langgraph]'"
     ) from err
 
+from temporalio.client import Client
+
+from toolcalls.agents._worker import AgentWorker, serve_agents
 from toolcalls.workflows.models.call import Definitions, ToolCallResult
 from toolcalls.workflows.models.reply import model_reply
 from toolcalls.workflows.reach.parent import ToolCalls
@@ -192,12 +200,64 @@ def _schema(item: Mapping[str, Any]) -> Mapping[str, Any]:
     raise ValueError(f"{item.get('name')}: definition has no schema ({', '.join(SCHEMA_KEYS)})")
 
 
+@asynccontextmanager
+async def agent_worker(
+    client: Client,
+    *,
+    task_queue: str,
+    workflows: Sequence[type],
+    graphs: Mapping[str, StateGraph[Any, Any, Any, Any]],
+    **options: Any,
+) -> AsyncIterator[AgentWorker]:
+    """A worker for the agents' workflows on ``task_queue``, with ``LangGraphPlugin`` for
+    ``graphs`` (``graph(NAME)`` in a workflow), on a client of ``client``'s connection, until the
+    block ends. ``options`` are ``Worker``'s."""
+    async with serve_agents(
+        client,
+        task_queue=task_queue,
+        workflows=workflows,
+        plugins=[LangGraphPlugin(graphs=dict(graphs))],
+        **options,
+    ) as worker:
+        yield worker
+
+
+class ScriptedChatModel(BaseChatModel):
+    """An offline chat model: it asks for ``calls`` (``(tool, arguments)``) in order, one per
+    turn, then answers ``answer``, where ``{output}`` is the last tool message it read. The
+    turn is the number of tool messages so far; call ids are ``call_1``, ``call_2``, ..."""
+
+    calls: list[tuple[str, dict[str, Any]]]
+    answer: str = "{output}"
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        results = [message for message in messages if isinstance(message, ToolMessage)]
+        if len(results) < len(self.calls):
+            name, arguments = self.calls[len(results)]
+            call = {"name": name, "args": arguments, "id": f"call_{len(results) + 1}"}
+            reply = AIMessage(content="", tool_calls=[call])
+        else:
+            output = str(results[-1].content) if results else ""
+            reply = AIMessage(content=self.answer.format(output=output))
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
 __all__ = [
     "CONFIG_KEY",
+    "AgentWorker",
     "MissingToolCalls",
+    "ScriptedChatModel",
     "ToolCallsTool",
     "ToolsNode",
     "agent_graph",
+    "agent_worker",
     "langchain_tools",
     "toolcalls_config",
 ]

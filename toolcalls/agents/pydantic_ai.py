@@ -19,6 +19,9 @@ The definitions come from the deployment, once per agent run: the ``toolcalls.de
 activity on the deployment's task queue (``ToolCalls.definitions``), recorded in the run's
 history, so the agent's worker needs no tool configuration and a replay sees what the model saw.
 
+``agent_worker(client, task_queue=..., workflows=[...])`` runs the agent's workflows on a worker
+with ``PydanticAIPlugin``; ``scripted_model(...)`` is an offline model for demos and tests.
+
 What the model reads is ``toolcalls.workflows.models.reply.model_reply`` of each result:
 
 - ``completed``, and an approver's answer in place of the tool (``responded``): the reply's
@@ -34,14 +37,28 @@ What the model reads is ``toolcalls.workflows.models.reply.model_reply`` of each
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 try:
-    from pydantic_ai import ModelRetry, RunContext, ToolDefinition
+    from pydantic_ai import (
+        ModelMessage,
+        ModelRequest,
+        ModelResponse,
+        ModelRetry,
+        RetryPromptPart,
+        RunContext,
+        TextPart,
+        ToolCallPart,
+        ToolDefinition,
+        ToolReturnPart,
+    )
+    from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
     from pydantic_ai.exceptions import ToolFailed, UserError
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
     from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without the extra
     raise ImportError(
@@ -50,8 +67,10 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
     ) from exc
 from pydantic_core import SchemaValidator, core_schema
 from temporalio import workflow
+from temporalio.client import Client
 from temporalio.exceptions import ActivityError
 
+from toolcalls.agents._worker import AgentWorker, serve_agents
 from toolcalls.workflows.models.call import (
     DEFAULT_APPROVAL_TIMEOUT,
     DEFAULT_TASK_QUEUE,
@@ -61,7 +80,14 @@ from toolcalls.workflows.models.call import (
 from toolcalls.workflows.models.reply import model_reply
 from toolcalls.workflows.reach.parent import CallBudget, ToolCalls
 
-__all__ = ["DEFAULT_MAX_RETRIES", "DEFINITIONS_FORMAT", "ToolCallsToolset"]
+__all__ = [
+    "DEFAULT_MAX_RETRIES",
+    "DEFINITIONS_FORMAT",
+    "AgentWorker",
+    "ToolCallsToolset",
+    "agent_worker",
+    "scripted_model",
+]
 
 DEFAULT_MAX_RETRIES = 2
 """Times the model may call a tool again with fixed arguments after a fixable failure."""
@@ -197,3 +223,62 @@ class ToolCallsToolset(AbstractToolset[Any]):
                 args_validator=_ANY_ARGUMENTS,
             )
         return tools
+
+
+@asynccontextmanager
+async def agent_worker(
+    client: Client, *, task_queue: str, workflows: Sequence[type], **options: Any
+) -> AsyncIterator[AgentWorker]:
+    """A worker for the agents' workflows (``PydanticAIWorkflow`` subclasses) on ``task_queue``,
+    with ``PydanticAIPlugin`` on a client of ``client``'s connection, until the block ends.
+
+    ``client`` keeps its converter (``toolcalls.data_converter()``: the deployment's codec and
+    payload store), which the plugin gives its pydantic payload converter; ``options`` are
+    ``Worker``'s. Start the workflows with what it yields (``execute``, ``start``, ``client``).
+    """
+    async with serve_agents(
+        client,
+        task_queue=task_queue,
+        workflows=workflows,
+        plugins=[PydanticAIPlugin()],
+        **options,
+    ) as worker:
+        yield worker
+
+
+DEFAULT_ANSWER = "{output}"
+
+
+def scripted_model(
+    *calls: tuple[str, Mapping[str, Any]], answer: str = DEFAULT_ANSWER
+) -> FunctionModel:
+    """An offline model (pydantic-ai's ``FunctionModel``): it asks for ``calls`` in order, one
+    per turn, then answers ``answer``, where ``{output}`` is the last tool result it read.
+
+    The turn is the number of tool results in the conversation, so a retried model request
+    asks the same; the call ids are ``call_1``, ``call_2``, ... in the order of ``calls``.
+    """
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        results = [
+            part
+            for message in messages
+            if isinstance(message, ModelRequest)
+            for part in message.parts
+            if isinstance(part, ToolReturnPart | RetryPromptPart)
+        ]
+        if len(results) < len(calls):
+            name, arguments = calls[len(results)]
+            call = ToolCallPart(name, dict(arguments), tool_call_id=f"call_{len(results) + 1}")
+            return ModelResponse(parts=[call])
+        last = results[-1] if results else None
+        output = (
+            last.model_response_str()
+            if isinstance(last, ToolReturnPart)
+            else last.model_response()
+            if last is not None
+            else ""
+        )
+        return ModelResponse(parts=[TextPart(answer.format(output=output))])
+
+    return FunctionModel(respond)

@@ -3,8 +3,10 @@
 - ``function_tools(calls)``: in the agent's workflow, a profile's tools as the SDK's
   ``FunctionTool``s; each call the model makes runs through ``calls`` (a ``ToolCalls``: child
   ``ToolCallWorkflow``s, or inline), and the model reads ``model_reply``'s text back;
-- ``agent_data_converter(config)``: for the agent's client and worker, the deployment's data
-  converter with the payload converter the plugin requires;
+- ``agent_worker(client, task_queue=..., workflows=[...], model=...)``: the agent's worker,
+  with the plugin, on a client of ``client``'s connection;
+- ``agent_data_converter(config)``: for an agent's client and worker made by hand, the
+  deployment's data converter with the payload converter the plugin requires;
 - ``testing.ScriptedModel``: an offline model that asks for prepared tool calls.
 
 Needs the ``openai-agents`` extra: ``pip install 'toolcalls[openai-agents]'`` (the SDK and
@@ -39,7 +41,9 @@ try:
 except ImportError as exc:
     raise _missing(exc) from exc
 
+from toolcalls.agents._worker import AgentWorker  # noqa: E402
 from toolcalls.agents.openai_agents._converter import agent_data_converter  # noqa: E402
 from toolcalls.agents.openai_agents._tools import function_tool, function_tools  # noqa: E402
+from toolcalls.agents.openai_agents._worker import agent_worker  # noqa: E402
 
-__all__ = ["agent_data_converter", "function_tool", "function_tools"]
+__all__ = ["AgentWorker", "agent_data_converter", "agent_worker", "function_tool", "function_tools"]
