@@ -19,8 +19,9 @@ from toolcalls.activities.processes.command_args import (
     execute_command_args,
 )
 from toolcalls.activities.processes.commands import ProcessTools
+from toolcalls.activities.processes.ledger import ProcessLedger
 from toolcalls.activities.processes.resolve import config_problems
-from toolcalls.activities.processes.runner import ProcessLedger, ProcessResult
+from toolcalls.activities.processes.runner import ProcessResult
 from toolcalls.activities.processes.settings import ProcessSettings, ShellSettings
 from toolcalls.activities.spec import Timeouts, ToolSpec
 from toolcalls.workflows.models.call import SideEffect

@@ -24,8 +24,8 @@ from toolcalls.activities.processes.git.command import (
     global_options,
     operation_argv,
 )
+from toolcalls.activities.processes.ledger import ProcessLedger
 from toolcalls.activities.processes.runner import (
-    ProcessLedger,
     ProcessResult,
     ProcessSpec,
     budget_left,
