@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -17,6 +18,7 @@ from toolcalls.activities.processes.sandbox import (
     Limits,
     SandboxGrant,
     build_grant,
+    find_user,
 )
 
 DEFAULT_TIMEOUT_SECONDS = 60.0
@@ -168,3 +170,40 @@ class GitSettings(_Settings):
 
 def _under(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
+
+
+def sandbox_problems(key: str, sandbox: SandboxSettings, *, on_this_host: bool) -> list[str]:
+    """What stops ``[KEY.sandbox]`` from starting a sandbox here, each naming its key."""
+    problems = []
+    if not sandbox.bwrap.is_absolute():
+        problems.append(f"{key}.sandbox.bwrap: {str(sandbox.bwrap)!r} is not an absolute path")
+    if sandbox.user is not None:
+        try:
+            find_user(sandbox.user)
+        except ValueError as exc:
+            problems.append(f"{key}.sandbox.user: {exc}")
+        else:
+            if on_this_host and os.geteuid() != 0:
+                problems.append(
+                    f"{key}.sandbox.user: running bwrap as {sandbox.user!r} needs a worker "
+                    "running as root"
+                )
+    if not on_this_host:
+        return problems
+    if not (sandbox.bwrap.is_file() and os.access(sandbox.bwrap, os.X_OK)):
+        problems.append(
+            f"{key}.sandbox.bwrap: {sandbox.bwrap}: not an executable file (install bubblewrap)"
+        )
+    if sandbox.limits().options() and not (
+        sandbox.prlimit.is_file() and os.access(sandbox.prlimit, os.X_OK)
+    ):
+        problems.append(f"{key}.sandbox.prlimit: {sandbox.prlimit}: not an executable file")
+    elif not any(_under(sandbox.prlimit, Path(system)) for system in SYSTEM_PATHS):
+        problems.append(
+            f"{key}.sandbox.prlimit: {sandbox.prlimit}: not under a system path the sandbox shows"
+        )
+    for name, paths in (("read_only", sandbox.read_only), ("writable", sandbox.writable)):
+        for index, path in enumerate(paths):
+            if not path.is_dir():
+                problems.append(f"{key}.sandbox.{name}.{index}: {path}: not an existing directory")
+    return problems
