@@ -41,7 +41,7 @@ def tools_for(tmp_path: Path, backend: str = "bubblewrap", **sandbox: Any) -> Pr
         ProcessSettings(roots=[root], kill_grace_seconds=0.5),
         ShellSettings(cwd=root, env=ENV, kill_grace_seconds=0.5),
         ProcessLedger(tmp_path / "ledger"),
-        processes=ProcessesSettings(backend=backend, sandbox=sandbox),  # type: ignore[arg-type]
+        processes=ProcessesSettings(backend=backend, sandbox=sandbox),
     )
 
 
@@ -291,12 +291,15 @@ async def test_the_preview_shows_the_grant_and_a_changed_grant_fails(tmp_path: P
     args = ExecuteCommandArgs(argv=["sh", "-c", "echo ran > ran"], cwd=str(root), env=ENV)
     prepared = await activity_env().run(approved.prepare_execute_command, args, call())
     text = prepared.preview[0].text
+    data = prepared.preview[0].data
+    assert text is not None
+    assert data is not None
     assert "inside a bubblewrap sandbox, grant sha256:" in text
     assert f"  read-write {root}" in text
     assert "  read-only  /usr" in text
     assert "network: none" in text
     assert "rlimits: cpu 300 s, memory 4 GiB, processes unlimited, file size 1 GiB" in text
-    assert prepared.preview[0].data["boundary"] == "bubblewrap"
+    assert data["boundary"] == "bubblewrap"
     # The deployment now shares the network: what runs is no longer what was approved.
     widened = tools_for(tmp_path, network=True)
     with pytest.raises(ApplicationError) as info:
