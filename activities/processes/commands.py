@@ -1,9 +1,11 @@
 """``execute_command`` and ``run_shell``: host commands with bounded time and output.
 
-What they can touch: anything the worker's user can. The working directory of ``execute_command``
-must resolve (links followed) inside a configured root, but that bounds where a command starts, not
-what it reaches; ``run_shell`` runs the deployment's shell in the deployment's directory. Neither
-is a sandbox. What they do bound: the program that runs (resolved before approval and checked
+What they can touch: with the host backend, anything the worker's user can. The working directory
+of ``execute_command`` must resolve (links followed) inside a configured root, but that bounds
+where a command starts, not what it reaches; ``run_shell`` runs the deployment's shell in the
+deployment's directory. With ``[processes] backend = "bubblewrap"`` both run inside a sandbox that
+shows only the read-only system and their roots (``sandbox``), and the approver sees its grant.
+What they do bound: the program that runs (resolved before approval and checked
 again before running), its environment (exactly the one given, nothing inherited, and no variable
 that loads code unless the deployment allows it by name), its wall time
 (the deployment's ceilings and the call's remaining budget), its captured output, and its

@@ -1,4 +1,5 @@
-"""The process family: ``execute_command`` and ``run_shell`` (``[process]`` and ``[shell]``).
+"""The process family: ``execute_command`` and ``run_shell`` (``[process]``, ``[shell]``,
+``[processes]``).
 
 Both run real processes on the worker's host with bounded time and output; ``git``, a family of
 its own, shares their process ledger.

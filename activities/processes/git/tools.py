@@ -58,7 +58,7 @@ class GitTools:
     Trust model: the deployment chooses the directory, the executable, the environment and the
     limits; the model chooses one of six operations and literal paths, a revision or a message
     within it. Repository configuration is not trusted to name programs (see ``command``), but
-    otherwise applies: this is host execution in a repository, not a sandbox.
+    otherwise applies: host execution in a repository, or a bubblewrap sandbox (``backend``).
     """
 
     def __init__(self, settings: GitSettings, ledger: ProcessLedger | None = None) -> None:
