@@ -173,3 +173,18 @@ def test_a_bad_sandbox_configuration_stops_the_worker(
 ) -> None:
     data = config(tmp_path, processes={"backend": "bubblewrap", "sandbox": sandbox})
     assert expected in problems(tmp_path, data)
+
+
+async def test_the_resource_limits_hold(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    tools = tools_for(tmp_path, memory_bytes=256 * 1024**2, file_size_bytes=1024**2)
+    grab = ["/usr/bin/python3", "-c", "b = bytearray(512 * 1024**2); print('got it')"]
+    memory = await run(tools, grab, root)
+    assert memory.exit_code != 0
+    assert "MemoryError" in memory.stderr
+    write = await run(tools, ["sh", "-c", "head -c 2097152 /dev/zero > big"], root)
+    assert write.exit_code != 0
+    assert (root / "big").stat().st_size == 1024**2
+    # The same program is not refused on the host: the limit, not the machine, stopped it.
+    host = tools_for(tmp_path, backend="host")
+    assert (await run(host, grab, root)).stdout == "got it\n"
