@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
+import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -14,7 +17,7 @@ from temporalio.exceptions import ApplicationError
 from tests.activities.processes.test_resolve import config, problems
 from tests.activities.processes.test_sandbox import marked, run, tools_for
 from tests.support.gitrepo import Repo, git_tools, run_git
-from tests.support.processes import activity_env, call
+from tests.support.processes import activity_env, call, eventually
 from toolcalls.activities.processes.family import PROCESSES, ProcessFamilySettings
 from toolcalls.activities.processes.git.args import GitArgs
 from toolcalls.activities.processes.git.family import GIT, GitFamilySettings
@@ -188,3 +191,36 @@ async def test_the_resource_limits_hold(tmp_path: Path) -> None:
     # The same program is not refused on the host: the limit, not the machine, stopped it.
     host = tools_for(tmp_path, backend="host")
     assert (await run(host, grab, root)).stdout == "got it\n"
+
+
+async def test_a_worker_killed_mid_command_leaves_no_sandboxed_process(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    marker = "4567.5"
+    program = textwrap.dedent(
+        f"""
+        import asyncio
+        from pathlib import Path
+        from toolcalls.activities.processes.runner import ProcessSpec, run_process
+        from toolcalls.activities.processes.settings import SandboxSettings
+
+        root = Path({str(root)!r})
+        spec = ProcessSpec(
+            argv=["/bin/sh", "-c", "setsid sleep {marker} & sleep {marker} & wait"],
+            cwd=str(root),
+            env={{"PATH": "/usr/bin:/bin"}},
+            timeout_seconds=60,
+            max_output_bytes=1000,
+            sandbox=SandboxSettings().grant(writable=[root], read_only=[]),
+        )
+        asyncio.run(run_process(spec, ledger=None, kill_grace=0.0))
+        """
+    )
+    worker = await asyncio.create_subprocess_exec(sys.executable, "-c", program)
+    try:
+        await eventually(lambda: len(marked(f"sleep {marker}")) == 2, what="two sleeps running")
+    finally:
+        worker.kill()  # SIGKILL: no cleanup of its own runs
+        await worker.wait()
+    # No reaper runs here: bwrap dies with the worker, and the sandbox's namespace with bwrap.
+    await eventually(lambda: marked(f"sleep {marker}") == [], timeout=10, what="no sleep left")
