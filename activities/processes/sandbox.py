@@ -199,7 +199,11 @@ def build_grant(
     ]
     for mode, paths in binds:
         for bound in paths:
-            mounts.append(Mount(path=os.path.realpath(bound, strict=True), mode=mode))
+            try:
+                real = os.path.realpath(bound, strict=True)
+            except OSError as exc:
+                raise ValueError(f"{bound}: {(exc.strerror or str(exc)).lower()}") from None
+            mounts.append(Mount(path=real, mode=mode))
     hidden = [
         os.path.abspath(path) for path in hide if os.path.lexists(path) and not os.path.islink(path)
     ]

@@ -224,3 +224,16 @@ async def test_a_worker_killed_mid_command_leaves_no_sandboxed_process(tmp_path:
         await worker.wait()
     # No reaper runs here: bwrap dies with the worker, and the sandbox's namespace with bwrap.
     await eventually(lambda: marked(f"sleep {marker}") == [], timeout=10, what="no sleep left")
+
+
+async def test_an_extra_path_gone_after_start_is_a_configuration_error(tmp_path: Path) -> None:
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    tools = tools_for(tmp_path, read_only=[str(extra)])
+    extra.rmdir()
+    with pytest.raises(ApplicationError) as info:
+        await run(tools, ["true"], tmp_path / "root")
+    assert info.value.type == ErrorCode.CONFIGURATION_ERROR.value
+    assert info.value.message == (
+        f"execute_command: processes.sandbox: {extra}: no such file or directory"
+    )
