@@ -99,6 +99,10 @@ async def test_git_runs_in_the_sandbox_and_writes_only_when_allowed(tmp_path: Pa
     preview = await activity_env(activity_type="git").run(reader.prepare_git, args, call())
     assert preview.preview[0].text is not None
     assert f"  read-only  {repo.path}" in preview.preview[0].text
+    repo.write("a.txt", "again\n")
+    read = await run_git(reader, operation="diff")
+    assert read.exit_code == 0
+    assert "+again" in read.stdout
 
 
 async def test_git_s_fsmonitor_stays_neutralised_in_the_sandbox(tmp_path: Path) -> None:
