@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 SCALE_BASELINE := 4410f6b
 CONFIG ?= examples/toolcalls.toml
 
-.PHONY: run test test-servers test-browser lint typecheck docs check dist record-histories bench bench-overhead bench-inline bench-search bench-documents bench-scale clean
+.PHONY: run test test-servers test-browser lint typecheck docs check dist record-histories bench bench-overhead bench-inline bench-search bench-documents bench-scale bench-sandbox clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,14 +25,17 @@ run: $(STAMP)
 test: $(STAMP) test-servers test-browser
 	$(BIN)/pytest
 
-# Servers the tests run for real, from Debian's packages when missing: Dovecot (IMAP). The tests
-# start it with a configuration of their own (own ports and directories); a system service the
-# package may start is never used.
+# Servers and programs the tests run for real, from Debian's packages when missing: Dovecot (IMAP)
+# and bubblewrap (the process tools' sandbox). The tests start Dovecot with a configuration of
+# their own (own ports and directories); a system service the package may start is never used.
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 test-servers:
 	@command -v dovecot >/dev/null 2>&1 || test -x /usr/sbin/dovecot || { \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q dovecot-imapd; }
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap; }
 
 # The inbox's browser tests drive Debian's chromium (Playwright's own browser download is not
 # used); like test-servers, it uses sudo when not run as root.
@@ -78,6 +81,9 @@ bench-search: $(STAMP)
 
 bench-documents: $(STAMP)
 	$(BIN)/python -m bench.documents
+
+bench-sandbox: $(STAMP)
+	$(BIN)/python -m bench.sandbox
 
 bench-scale: $(STAMP)
 	$(BIN)/python -m bench.scale --calls 1000 10000 --baseline $(SCALE_BASELINE)

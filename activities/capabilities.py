@@ -10,6 +10,7 @@ CAPABILITIES: Mapping[str, SideEffect] = {
     "network.read": SideEffect.READ,
     "network.write": SideEffect.WRITE,
     "process.execute": SideEffect.WRITE,
+    "process.sandboxed": SideEffect.WRITE,
     "shell.execute": SideEffect.WRITE,
     "git.read": SideEffect.READ,
     "git.write": SideEffect.WRITE,

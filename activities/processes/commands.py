@@ -1,9 +1,11 @@
 """``execute_command`` and ``run_shell``: host commands with bounded time and output.
 
-What they can touch: anything the worker's user can. The working directory of ``execute_command``
-must resolve (links followed) inside a configured root, but that bounds where a command starts, not
-what it reaches; ``run_shell`` runs the deployment's shell in the deployment's directory. Neither
-is a sandbox. What they do bound: the program that runs (resolved before approval and checked
+What they can touch: with the host backend, anything the worker's user can. The working directory
+of ``execute_command`` must resolve (links followed) inside a configured root, but that bounds
+where a command starts, not what it reaches; ``run_shell`` runs the deployment's shell in the
+deployment's directory. With ``[processes] backend = "bubblewrap"`` both run inside a sandbox that
+shows only the read-only system and their roots (``sandbox``), and the approver sees its grant.
+What they do bound: the program that runs (resolved before approval and checked
 again before running), its environment (exactly the one given, nothing inherited, and no variable
 that loads code unless the deployment allows it by name), its wall time
 (the deployment's ceilings and the call's remaining budget), its captured output, and its
@@ -14,10 +16,7 @@ ledger lets the next worker kill what a crashed one left). See docs/tools-proces
 from __future__ import annotations
 
 import asyncio
-import shlex
-import socket
-from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
 
 from pydantic_core import to_json
 from temporalio import activity
@@ -26,26 +25,34 @@ from toolcalls.activities.base import CallContext
 from toolcalls.activities.errors import tool_error
 from toolcalls.activities.heartbeat import Heartbeat
 from toolcalls.activities.limits import MAX_PAYLOAD_BYTES, output_bytes
-from toolcalls.activities.processes.code_env import loads_code, refusal, refused_env
+from toolcalls.activities.processes.approval import check_unchanged, prepared
+from toolcalls.activities.processes.code_env import refusal, refused_env
 from toolcalls.activities.processes.command_args import ExecuteCommandArgs, RunShellArgs
+from toolcalls.activities.processes.ledger import ProcessLedger
 from toolcalls.activities.processes.resolve import (
     SHELL_LABELS,
+    Labels,
     Problem,
     Resolved,
+    confine,
     limits,
     resolve,
     shell_env,
 )
 from toolcalls.activities.processes.runner import (
-    ProcessLedger,
     ProcessResult,
     ProcessSpec,
     budget_left,
     run_process,
     usable_budget,
 )
-from toolcalls.activities.processes.settings import ProcessSettings, ShellSettings
-from toolcalls.workflows.models.approval import Prepared, PreviewArtifact
+from toolcalls.activities.processes.sandbox import Backend, SandboxFailed
+from toolcalls.activities.processes.settings import (
+    ProcessesSettings,
+    ProcessSettings,
+    ShellSettings,
+)
+from toolcalls.workflows.models.approval import Prepared
 from toolcalls.workflows.models.call import ErrorCode
 
 MAX_RESULT_BYTES = output_bytes(MAX_PAYLOAD_BYTES)
@@ -71,10 +78,13 @@ class ProcessTools:
         ledger: ProcessLedger,
         *,
         result_bytes: int = MAX_PAYLOAD_BYTES,
+        processes: ProcessesSettings | None = None,
     ) -> None:
-        """``result_bytes``: what a result may reach in this deployment (``Resources``)."""
+        """``result_bytes``: what a result may reach in this deployment (``Resources``);
+        ``processes``: the backend, host (the default) or a bubblewrap sandbox."""
         self.process = process
         self.shell = shell
+        self.processes = processes or ProcessesSettings()
         self.ledger = ledger
         self.max_result_bytes = output_bytes(result_bytes)
         ledger.reap()
@@ -84,24 +94,24 @@ class ProcessTools:
     ) -> Prepared:
         resolved = await asyncio.to_thread(self._resolve_command, args)
         # The deployment sets none of execute_command's environment: every entry is the call's.
-        return _prepared(
+        return prepared(
             "execute_command", resolved, self.process.kill_grace_seconds, caller_env=list(args.env)
         )
 
     async def execute_command(self, args: ExecuteCommandArgs, call: CallContext) -> ProcessResult:
         """Run ``argv`` as resolved; a non-zero exit or a timeout is a result."""
         resolved = await asyncio.to_thread(self._resolve_command, args)
-        _check_unchanged("execute_command", call, resolved)
+        check_unchanged("execute_command", call, resolved)
         return await self._run("execute_command", resolved.spec, self.process.kill_grace_seconds)
 
     async def prepare_run_shell(self, args: RunShellArgs, call: CallContext) -> Prepared:
         resolved = await asyncio.to_thread(self._resolve_shell, args)
-        return _prepared("run_shell", resolved, self.shell.kill_grace_seconds)
+        return prepared("run_shell", resolved, self.shell.kill_grace_seconds)
 
     async def run_shell(self, args: RunShellArgs, call: CallContext) -> ProcessResult:
         """Run ``command`` with the deployment's shell, directory, environment and limits."""
         resolved = await asyncio.to_thread(self._resolve_shell, args)
-        _check_unchanged("run_shell", call, resolved)
+        check_unchanged("run_shell", call, resolved)
         return await self._run("run_shell", resolved.spec, self.shell.kill_grace_seconds)
 
     def _resolve_command(self, args: ExecuteCommandArgs) -> Resolved:
@@ -116,7 +126,7 @@ class ProcessTools:
             refused = refused_env(args.env, self.process.allow_env)
             if refused:
                 raise Problem(["env"], f"env: {refusal(refused)}")
-            return resolve(
+            resolved = resolve(
                 args.argv,
                 args.cwd,
                 args.env,
@@ -124,6 +134,7 @@ class ProcessTools:
                 output,
                 roots=self.process.roots,
             )
+            return self._confine("execute_command", resolved, self.process.roots)
         except Problem as problem:
             raise tool_error(
                 ErrorCode.INVALID_ARGUMENTS,
@@ -138,7 +149,7 @@ class ProcessTools:
                 ErrorCode.CONFIGURATION_ERROR, "run_shell: shell.cwd: no directory is configured"
             )
         try:
-            return resolve(
+            resolved = resolve(
                 [shell.shell, "-c", args.command],
                 str(shell.cwd),
                 shell_env(shell),
@@ -147,10 +158,25 @@ class ProcessTools:
                 roots=None,
                 labels=SHELL_LABELS,
             )
+            return self._confine("run_shell", resolved, [shell.cwd], SHELL_LABELS)
         except Problem as problem:
             raise tool_error(
                 ErrorCode.CONFIGURATION_ERROR, f"run_shell: {problem.message}"
             ) from None
+
+    def _confine(
+        self, tool: str, resolved: Resolved, roots: list[Path], labels: Labels | None = None
+    ) -> Resolved:
+        """``resolved`` inside the deployment's sandbox, or as it is with the host backend."""
+        if self.processes.backend is Backend.HOST:
+            return resolved
+        try:
+            grant = self.processes.sandbox.grant(writable=roots, read_only=[])
+        except ValueError as exc:
+            raise tool_error(
+                ErrorCode.CONFIGURATION_ERROR, f"{tool}: processes.sandbox: {exc}"
+            ) from None
+        return confine(resolved, grant, labels or Labels())
 
     async def _run(self, tool: str, spec: ProcessSpec, grace: float) -> ProcessResult:
         budget = budget_left()
@@ -175,6 +201,8 @@ class ProcessTools:
                     f"{tool}: {why}; the process group was killed",
                     output=fit(partial, self.max_result_bytes).model_dump(mode="json"),
                 ) from None
+            except SandboxFailed as exc:
+                raise tool_error(ErrorCode.EXECUTION_FAILED, f"{tool}: {exc}") from None
             except OSError as exc:
                 raise tool_error(
                     ErrorCode.EXECUTION_FAILED,
@@ -204,94 +232,3 @@ def fit(result: ProcessResult, limit: int = MAX_RESULT_BYTES) -> ProcessResult:
                 high = middle - 1
         return result.model_copy(update={name: text[:low]})
     return result
-
-
-def _check_unchanged(tool: str, call: CallContext, resolved: Resolved) -> None:
-    """Refuse to run anything other than what the approver saw (when there was a preview)."""
-    approved = call.precondition
-    if approved is None:
-        return
-    now = resolved.precondition()
-    if approved == now:
-        return
-    spec = approved.get("spec")
-    before: dict[str, Any] = spec if isinstance(spec, dict) else {}
-    changed = [
-        f"{name} ({_short(before.get(name))} -> {_short(value)})"
-        for name, value in now["spec"].items()
-        if before.get(name) != value and name != "env"
-    ]
-    if before.get("env") != now["spec"]["env"]:
-        changed.append("env")
-    if approved.get("executable") != now["executable"]:
-        changed.append(
-            f"executable ({_short(approved.get('executable'))} -> {_short(now['executable'])})"
-        )
-    elif approved.get("identity") != now["identity"]:
-        changed.append(f"the file {now['executable']} was replaced or modified")
-    raise tool_error(
-        ErrorCode.PRECONDITION_FAILED,
-        f"{tool}: changed since it was approved: {'; '.join(changed)}; call again to get a new "
-        "approval",
-    )
-
-
-def _short(value: Any, limit: int = 200) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _prepared(
-    tool: str, resolved: Resolved, grace: float, *, caller_env: Sequence[str] = ()
-) -> Prepared:
-    """The approval preview; ``caller_env`` are the variables the call gave, not the deployment."""
-    spec = resolved.spec
-    host = socket.gethostname()
-    lines = [
-        f"host:    {host} (a host process, not a sandbox)",
-        f"cwd:     {spec.cwd}",
-        f"argv:    {shlex.join(spec.argv)}",
-    ]
-    if resolved.executable != spec.argv[0]:
-        lines.append(f"runs:    {resolved.executable}")
-    lines += _env_lines(spec.env, caller_env)
-    lines.append(
-        f"limits:  {spec.timeout_seconds:g} s, then SIGTERM to the process group and SIGKILL "
-        f"{grace:g} s later; {spec.max_output_bytes} bytes of stdout and stderr together"
-    )
-    artifact = PreviewArtifact(
-        kind="process",
-        title=f"{tool}: {shlex.join(spec.argv)[:120]}",
-        text="\n".join(lines),
-        data={
-            **resolved.precondition(),
-            "caller_env": list(caller_env),
-            "kill_grace_seconds": grace,
-            "host": host,
-            "boundary": "host process, not a sandbox",
-        },
-    )
-    return Prepared(preview=[artifact], precondition=resolved.precondition())
-
-
-def _env_lines(env: dict[str, str], caller_env: Sequence[str]) -> list[str]:
-    """The environment as an approver reads it: each variable the call gave marked ``[call]``,
-    and the ones that load code (the deployment allows them) marked again."""
-    if not env:
-        return ["env:     (empty: nothing inherited)"]
-    given = set(caller_env)
-    lines = [
-        "env:     [call]: given by the call, not set by the deployment"
-        if given
-        else "env:     set by the deployment"
-    ]
-    for name, value in env.items():
-        # A name is quoted too: one holding a newline must not pass for a line of its own.
-        entry = f"{shlex.quote(name)}={shlex.quote(value)}"
-        if name not in given:
-            lines.append(f"  {entry}")
-            continue
-        what = loads_code(name)
-        note = f"   <- loads code ({what}): allowed by process.allow_env" if what else ""
-        lines.append(f"  [call] {entry}{note}")
-    return lines

@@ -1,4 +1,5 @@
-"""The process family: ``execute_command`` and ``run_shell`` (``[process]`` and ``[shell]``).
+"""The process family: ``execute_command`` and ``run_shell`` (``[process]``, ``[shell]``,
+``[processes]``).
 
 Both run real processes on the worker's host with bounded time and output; ``git``, a family of
 its own, shares their process ledger.
@@ -19,9 +20,17 @@ from toolcalls.activities.processes.command_args import (
     execute_command_args,
 )
 from toolcalls.activities.processes.commands import ProcessTools
+from toolcalls.activities.processes.ledger import ProcessLedger
 from toolcalls.activities.processes.resolve import config_problems
-from toolcalls.activities.processes.runner import ProcessLedger, ProcessResult
-from toolcalls.activities.processes.settings import ProcessSettings, ShellSettings
+from toolcalls.activities.processes.runner import ProcessResult
+from toolcalls.activities.processes.sandbox import Backend
+from toolcalls.activities.processes.settings import (
+    ProcessesSettings,
+    ProcessSettings,
+    SandboxSettings,
+    ShellSettings,
+    sandbox_problems,
+)
 from toolcalls.activities.spec import Timeouts, ToolSpec
 from toolcalls.workflows.models.call import SideEffect
 
@@ -66,6 +75,18 @@ PROCESS_TOOLS: tuple[ToolSpec, ...] = (
 class ProcessFamilySettings(FamilySettings):
     process: ProcessSettings = Field(default_factory=ProcessSettings)
     shell: ShellSettings = Field(default_factory=ShellSettings)
+    processes: ProcessesSettings = Field(default_factory=ProcessesSettings)
+
+
+def sandboxed_capabilities(
+    capabilities: tuple[str, ...], backend: Backend, sandbox: SandboxSettings
+) -> tuple[str, ...]:
+    """A tool's capabilities under ``backend``: ``process.execute`` (the host) becomes
+    ``process.sandboxed``, and a sandbox sharing the network adds ``network.write``."""
+    if backend is Backend.HOST:
+        return capabilities
+    caps = tuple("process.sandboxed" if c == "process.execute" else c for c in capabilities)
+    return (*caps, "network.write") if sandbox.network else caps
 
 
 def process_ledger(resources: Resources) -> ProcessLedger:
@@ -85,13 +106,21 @@ def _build(settings: ProcessFamilySettings, resources: Resources) -> Iterable[ob
             settings.shell,
             process_ledger(resources),
             result_bytes=resources.result_bytes,
+            processes=settings.processes,
         )
     ]
 
 
 def _problems(settings: ProcessFamilySettings, deployment: Deployment) -> list[str]:
-    # Roots, the shell, and limits that fit the activity timeout.
-    return config_problems(
+    # Roots, the shell, limits that fit the activity timeout, and the sandbox.
+    served = [spec.name for spec in PROCESS_TOOLS if deployment.runs_here([spec.name])]
+    enabled = deployment.enabled_of(PROCESS_TOOLS)
+    sandbox = (
+        sandbox_problems("processes", settings.processes.sandbox, on_this_host=bool(served))
+        if settings.processes.backend is Backend.BUBBLEWRAP and enabled
+        else []
+    )
+    return sandbox + config_problems(
         settings.process,
         settings.shell,
         set(deployment.enabled),
@@ -109,10 +138,21 @@ def _advertise(
 ) -> tuple[ToolSpec, ...]:
     """With ``process.allow_env``, ``execute_command``'s arguments let those names pass plan."""
     model = execute_command_args(settings.process.allow_env)
-    return tuple(
-        replace(spec, arguments=model) if spec.arguments is ExecuteCommandArgs else spec
-        for spec in tools
-    )
+    backend, sandbox = settings.processes.backend, settings.processes.sandbox
+    offered = []
+    for spec in tools:
+        if spec.arguments is ExecuteCommandArgs:
+            spec = replace(spec, arguments=model)
+        if backend is Backend.BUBBLEWRAP and isinstance(spec.capabilities, tuple):
+            spec = replace(
+                spec,
+                capabilities=sandboxed_capabilities(spec.capabilities, backend, sandbox),
+                description=spec.description.replace(
+                    "Not a sandbox.", "Runs inside a bubblewrap sandbox."
+                ).replace("on the worker's host", "in a sandbox on the worker's host"),
+            )
+        offered.append(spec)
+    return tuple(offered)
 
 
 PROCESSES = Family(

@@ -14,11 +14,12 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from toolcalls.activities.processes.runner import ProcessSpec, usable_budget
+from toolcalls.activities.processes.sandbox import SandboxGrant
 from toolcalls.activities.processes.settings import (
     DEFAULT_OUTPUT_BYTES,
     DEFAULT_TIMEOUT_SECONDS,
@@ -50,7 +51,7 @@ class Resolved:
     def precondition(self) -> dict[str, Any]:
         """What ``execute`` must find again: the spec and the file, exactly as previewed."""
         return {
-            "spec": self.spec.model_dump(mode="json"),
+            "spec": self.spec.shown(),
             "executable": self.executable,
             "identity": self.identity,
         }
@@ -94,6 +95,25 @@ def resolve(
         max_output_bytes=max_output_bytes,
     )
     return Resolved(spec=spec, executable=real, identity=identity)
+
+
+def confine(resolved: Resolved, grant: SandboxGrant, labels: Labels = Labels()) -> Resolved:
+    """``resolved`` to run inside ``grant``; its directory and program must be visible there.
+
+    Raises:
+        Problem: naming the directory or the program the sandbox does not show.
+    """
+    spec = resolved.spec
+    if not grant.visible(spec.cwd):
+        raise Problem([labels.cwd], f"{labels.cwd}: {spec.cwd}: not inside the sandbox")
+    if not grant.visible(resolved.executable):
+        fields = [labels.argv_field] if labels.argv_field else [labels.executable]
+        raise Problem(
+            fields,
+            f"{labels.executable}: {resolved.executable}: not visible inside the sandbox (a "
+            "deployment can bind its directory with sandbox.read_only)",
+        )
+    return replace(resolved, spec=spec.model_copy(update={"sandbox": grant}))
 
 
 def resolve_cwd(cwd: str, roots: Sequence[Path] | None, labels: Labels = Labels()) -> str:

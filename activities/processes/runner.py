@@ -9,10 +9,8 @@ session escape the group: this is host execution, not a sandbox. One that still 
 pipes when the call ends neither delays it (past ``DRAIN_AFTER_EXIT``) nor keeps the worker's ends
 open: the call owns its pipes and closes them, and a warning names the processes holding them.
 
-A worker killed with SIGKILL cannot clean up, so each group is written to a ledger on disk as soon
-as it runs and removed once it is gone; the next worker to start kills whatever groups the ledger
-still lists for workers that are gone (``ProcessLedger.reap``): a live worker sharing the
-directory keeps its own. The direct child also gets ``PR_SET_PDEATHSIG``.
+Each group is written to the ledger (``ledger``) while it runs, so a worker killed with SIGKILL
+leaves nothing a successor cannot kill; the direct child also gets ``PR_SET_PDEATHSIG``.
 
 Checking on a group reads ``/proc``, and the ledger is files: both run off the event loop, which
 every activity of the worker shares.
@@ -21,17 +19,14 @@ every activity of the worker shares.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ctypes
 import functools
-import json
 import logging
 import os
 import shlex
 import signal
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -39,6 +34,7 @@ from temporalio import activity
 
 from toolcalls.activities.base import ToolResult
 from toolcalls.activities.heartbeat import Heartbeat
+from toolcalls.activities.processes.ledger import ProcessLedger, group_alive
 from toolcalls.activities.processes.pipes import (
     COMMAND_SHOWN,
     DRAIN_AFTER_EXIT,
@@ -48,6 +44,7 @@ from toolcalls.activities.processes.pipes import (
     finish_drains,
     pipe_holders,
 )
+from toolcalls.activities.processes.sandbox import SandboxFailed, SandboxGrant, SandboxStatus
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +55,6 @@ KILL_SETTLE = 1.0
 _POLL = 0.05
 
 _PR_SET_PDEATHSIG = 1
-_BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
 
 def usable_budget(budget_left: float, kill_grace: float) -> float:
@@ -94,6 +90,13 @@ class ProcessSpec(BaseModel):
     env: dict[str, str]
     timeout_seconds: float
     max_output_bytes: int
+    sandbox: SandboxGrant | None = None
+    """The bubblewrap sandbox it runs in; ``None`` runs it on the host."""
+
+    def shown(self) -> dict[str, Any]:
+        """As previews and preconditions hold it (a host spec without a ``sandbox`` key, as
+        before the sandbox existed)."""
+        return self.model_dump(mode="json", exclude_none=True)
 
 
 class ProcessResult(ToolResult):
@@ -112,87 +115,6 @@ class ProcessResult(ToolResult):
     duration_seconds: float
 
 
-class ProcessLedger:
-    """Process groups this worker has running, one file each, so a successor can kill leftovers.
-
-    Each entry names the group's leader (its pid and kernel start time), the worker that started
-    it (likewise), and the boot it ran in. Several workers may share one directory: ``reap`` kills
-    only the groups of workers that are gone.
-    """
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-
-    def record(self, pgid: int) -> None:
-        owner = os.getpid()
-        entry = {
-            "leader_start": _start_time(pgid),
-            "owner": owner,
-            "owner_start": _start_time(owner),
-            "boot": _boot_id(),
-        }
-        # Written aside and renamed into place: a worker reaping the directory meanwhile must never
-        # read a half-written entry (it would name no owner, and be removed or even acted on).
-        partial = self.directory / f".{pgid}.{owner}.tmp"
-        partial.write_text(json.dumps(entry), encoding="ascii")
-        os.replace(partial, self.directory / str(pgid))
-
-    def forget(self, pgid: int) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            (self.directory / str(pgid)).unlink()
-
-    def reap(self) -> list[int]:
-        """Kill the groups that workers now gone left running; the ones it killed."""
-        killed = []
-        boot = _boot_id()
-        for entry in self.directory.iterdir():
-            if not entry.name.isdigit():
-                _discard_stale_partial(entry)
-                continue
-            pgid = int(entry.name)
-            try:
-                recorded = _read_entry(entry.read_text(encoding="ascii", errors="replace"))
-            except FileNotFoundError:
-                continue  # another worker sharing the directory reaped it first
-            if recorded.get("boot") not in (None, boot):
-                entry.unlink(missing_ok=True)  # from before a reboot: those processes are gone
-                continue
-            owner = recorded.get("owner")
-            if isinstance(owner, int) and _start_time(owner) == recorded.get("owner_start"):
-                continue  # its worker still runs (it shares this directory): not ours to kill
-            leader = _start_time(pgid)
-            # A live leader must be the one recorded (its pid could have been reused). A dead
-            # leader's id cannot be reused while members of its group remain, so any group with
-            # that id is still the old one.
-            if (leader is None or leader == recorded.get("leader_start")) and _group_alive(pgid):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(pgid, signal.SIGKILL)
-                    killed.append(pgid)
-            entry.unlink(missing_ok=True)
-        if killed:
-            log.warning("killed process groups left by a previous worker: %s", killed)
-        return killed
-
-
-def _discard_stale_partial(entry: Path) -> None:
-    """Remove an entry a worker that is gone was writing (``.<pgid>.<owner>.tmp``) when it died."""
-    parts = entry.name.split(".")
-    if len(parts) != 4 or parts[0] or parts[3] != "tmp" or not parts[2].isdigit():
-        return
-    if _start_time(int(parts[2])) is None:
-        entry.unlink(missing_ok=True)
-
-
-def _read_entry(text: str) -> dict[str, Any]:
-    """A ledger entry; an unreadable one names no owner and no leader."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 async def run_process(
     spec: ProcessSpec,
     *,
@@ -204,7 +126,9 @@ async def run_process(
     """Run ``spec`` to completion, timeout or cancellation.
 
     On cancellation the group is killed and ``asyncio.CancelledError`` is raised with the partial
-    ``ProcessResult`` (``canceled=True``) as its argument.
+    ``ProcessResult`` (``canceled=True``) as its argument. A sandboxed ``spec`` runs under bwrap
+    (``sandbox``); one whose sandbox could not start raises ``SandboxFailed``, never runs on the
+    host.
     """
     timeout = spec.timeout_seconds
     cut_by_budget = False
@@ -216,9 +140,10 @@ async def run_process(
     output = Output(spec.max_output_bytes)
     started = time.monotonic()
     pipes = OutputPipes()
+    status = SandboxStatus(spec.sandbox) if spec.sandbox is not None else None
     try:
         process, canceled_while_spawning = await spawn(
-            *spec.argv,
+            *(status.argv(spec.argv, spec.cwd) if status else spec.argv),
             cwd=spec.cwd,
             env=spec.env,
             stdin=asyncio.subprocess.DEVNULL,
@@ -226,12 +151,19 @@ async def run_process(
             stderr=pipes.stderr[1],
             start_new_session=True,
             preexec_fn=functools.partial(_die_with_parent, os.getpid()),
+            **(status.options() if status else {}),
         )
-    except BaseException:
+    except BaseException as exc:
         pipes.close()
+        if status:
+            status.close()
+            if isinstance(exc, OSError):
+                raise status.cannot_run(exc) from None
         raise
     finally:
         pipes.close_write_ends()  # the child has its own copies
+        if status:
+            status.close_write_end()
     pgid = process.pid
     drains = [
         asyncio.create_task(drain(pipes.stdout[0], output.taker("stdout", heartbeat))),
@@ -264,9 +196,14 @@ async def run_process(
             await _warn_escaped(spec, pgid, pipes.inodes)
         if ledger is not None and recorded is not None:
             await asyncio.gather(recorded, return_exceptions=True)
-            if not await asyncio.to_thread(_group_alive, pgid):
+            if not await asyncio.to_thread(group_alive, pgid):
                 await asyncio.to_thread(ledger.forget, pgid)
+        started_inside = status.command_ran() if status else True
+        if status:
+            status.close()
     exited_alone = not (timed_out or canceled)
+    if exited_alone and not started_inside:
+        raise SandboxFailed.from_stderr(output.text("stderr"), process.returncode)
     result = ProcessResult(
         exit_code=process.returncode if exited_alone else None,
         stdout=output.text("stdout"),
@@ -326,12 +263,12 @@ async def _kill_group(process: asyncio.subprocess.Process, grace: float) -> None
     pgid = process.pid
     if grace > 0 and _signal_group(pgid, signal.SIGTERM):
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and await asyncio.to_thread(_group_alive, pgid):
+        while time.monotonic() < deadline and await asyncio.to_thread(group_alive, pgid):
             await asyncio.sleep(_POLL)
     _signal_group(pgid, signal.SIGKILL)
     await _exited(process)
     deadline = time.monotonic() + KILL_SETTLE
-    while time.monotonic() < deadline and await asyncio.to_thread(_group_alive, pgid):
+    while time.monotonic() < deadline and await asyncio.to_thread(group_alive, pgid):
         await asyncio.sleep(0.01)
 
 
@@ -341,57 +278,6 @@ def _signal_group(pgid: int, sig: signal.Signals) -> bool:
     except (ProcessLookupError, PermissionError):
         return False
     return True
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # Zombies answer signal 0; a group of only zombies is dead for our purposes.
-    return any(_member_state(pid) not in (None, "Z", "X") for pid in _members(pgid))
-
-
-def _members(pgid: int) -> list[int]:
-    members = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and _process_group(int(entry)) == pgid:
-            members.append(int(entry))
-    return members
-
-
-def _stat_fields(pid: int) -> list[str] | None:
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return None
-    # The command name may hold spaces and parentheses: split after its closing one.
-    return raw[raw.rindex(")") + 2 :].split()
-
-
-def _process_group(pid: int) -> int | None:
-    fields = _stat_fields(pid)
-    return int(fields[2]) if fields else None
-
-
-def _member_state(pid: int) -> str | None:
-    fields = _stat_fields(pid)
-    return fields[0] if fields else None
-
-
-def _start_time(pid: int) -> str | None:
-    """The kernel's start time of ``pid`` (clock ticks since boot), to tell reused pids apart."""
-    fields = _stat_fields(pid)
-    return fields[19] if fields else None
-
-
-def _boot_id() -> str | None:
-    try:
-        return _BOOT_ID.read_text(encoding="ascii").strip()
-    except OSError:
-        return None
 
 
 # Looked up once in the worker: the child of a multithreaded process must not run the dynamic

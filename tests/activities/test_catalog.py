@@ -43,6 +43,7 @@ SPECS = {spec.name: spec for spec in ALL_TOOLS}
 ECHO = SPECS["probe_echo"]
 WRITE_CAPABILITIES = {
     "process.execute",
+    "process.sandboxed",
     "shell.execute",
     "git.write",
     "filesystem.write",

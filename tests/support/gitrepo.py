@@ -20,7 +20,8 @@ from temporalio.testing import ActivityEnvironment
 from tests.support.processes import activity_env, executable
 from toolcalls.activities.base import CallContext
 from toolcalls.activities.processes.git import GitArgs, GitTools
-from toolcalls.activities.processes.runner import ProcessLedger, ProcessResult
+from toolcalls.activities.processes.ledger import ProcessLedger
+from toolcalls.activities.processes.runner import ProcessResult
 from toolcalls.activities.processes.settings import GitSettings
 
 GIT = shutil.which("git") or "/usr/bin/git"

@@ -15,7 +15,7 @@ from temporalio.testing import ActivityEnvironment
 
 from toolcalls.activities.base import CallContext
 from toolcalls.activities.processes.commands import ProcessTools
-from toolcalls.activities.processes.runner import ProcessLedger
+from toolcalls.activities.processes.ledger import ProcessLedger
 from toolcalls.activities.processes.settings import ProcessSettings, ShellSettings
 
 SYSTEM_PATH = "/usr/bin:/bin"

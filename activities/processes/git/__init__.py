@@ -7,7 +7,7 @@ revision or a message, never options; every program repository configuration cou
 fsmonitor, filters, diff drivers, pagers, editors, ssh, credential helpers, signature verifiers,
 transports) is overridden on the command line; the process runs with the deployment's timeout and
 output cap and its whole process group is killed when it ends. Repository configuration otherwise
-still applies. This is host execution, not a sandbox.
+still applies. With ``[git] backend = "bubblewrap"`` git runs in the sandbox (``..sandbox``).
 """
 
 from toolcalls.activities.processes.git.args import (

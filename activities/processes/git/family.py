@@ -8,8 +8,9 @@ from datetime import timedelta
 
 from pydantic import Field
 
+from toolcalls.activities.base import ToolArgs
 from toolcalls.activities.family import Deployment, Family, FamilySettings, Resources
-from toolcalls.activities.processes.family import process_ledger
+from toolcalls.activities.processes.family import process_ledger, sandboxed_capabilities
 from toolcalls.activities.processes.git.args import (
     DESCRIPTION,
     READ_ONLY_DESCRIPTION,
@@ -19,9 +20,12 @@ from toolcalls.activities.processes.git.args import (
 )
 from toolcalls.activities.processes.git.tools import GitTools, settings_problems
 from toolcalls.activities.processes.runner import ProcessResult
+from toolcalls.activities.processes.sandbox import Backend
 from toolcalls.activities.processes.settings import GitSettings
 from toolcalls.activities.spec import Timeouts, ToolSpec
 from toolcalls.workflows.models.call import SideEffect
+
+GIT_CAPABILITY_SETS = (("git.read", "process.execute"), ("git.write", "process.execute"))
 
 GIT_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -35,7 +39,7 @@ GIT_TOOLS: tuple[ToolSpec, ...] = (
         # worker is ``uncertain``.
         side_effect=SideEffect.WRITE,
         capabilities=git_capabilities,
-        capability_sets=(("git.read", "process.execute"), ("git.write", "process.execute")),
+        capability_sets=GIT_CAPABILITY_SETS,
         # The longest run git.timeout_seconds allows (300 s), its kill (grace and reap), reading
         # the repository's filter configuration (5 s) and the report.
         timeouts=Timeouts(start_to_close=timedelta(seconds=330), heartbeat=timedelta(seconds=10)),
@@ -63,11 +67,23 @@ def _problems(settings: GitFamilySettings, deployment: Deployment) -> list[str]:
 def _advertise(settings: GitFamilySettings, tools: tuple[ToolSpec, ...]) -> tuple[ToolSpec, ...]:
     """Without ``git.allow_write``, ``git``'s operations are only status, diff, log and show:
     add and commit are absent from the schema."""
-    if settings.git.allow_write:
+    git = settings.git
+    if not git.allow_write:
+        tools = tuple(
+            replace(spec, arguments=GitReadArgs, description=READ_ONLY_DESCRIPTION)
+            for spec in tools
+        )
+    if git.backend is Backend.HOST:
         return tools
-    return tuple(
-        replace(spec, arguments=GitReadArgs, description=READ_ONLY_DESCRIPTION) for spec in tools
+
+    def capabilities(args: ToolArgs) -> tuple[str, ...]:
+        assert isinstance(args, GitArgs | GitReadArgs)
+        return sandboxed_capabilities(git_capabilities(args), git.backend, git.sandbox)
+
+    sets = tuple(
+        sandboxed_capabilities(caps, git.backend, git.sandbox) for caps in GIT_CAPABILITY_SETS
     )
+    return tuple(replace(spec, capabilities=capabilities, capability_sets=sets) for spec in tools)
 
 
 GIT = Family(

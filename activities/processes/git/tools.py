@@ -6,6 +6,7 @@ import asyncio
 import os
 import shlex
 import shutil
+from pathlib import Path
 from typing import Any
 
 from temporalio import activity
@@ -24,18 +25,20 @@ from toolcalls.activities.processes.git.command import (
     global_options,
     operation_argv,
 )
+from toolcalls.activities.processes.ledger import ProcessLedger
 from toolcalls.activities.processes.runner import (
-    ProcessLedger,
     ProcessResult,
     ProcessSpec,
     budget_left,
     run_process,
     usable_budget,
 )
+from toolcalls.activities.processes.sandbox import Backend, SandboxFailed, SandboxGrant
 from toolcalls.activities.processes.settings import (
     MAX_OUTPUT_BYTES,
     MAX_TIMEOUT_SECONDS,
     GitSettings,
+    sandbox_problems,
 )
 from toolcalls.workflows.models.approval import Prepared, PreviewArtifact
 from toolcalls.workflows.models.call import ErrorCode
@@ -55,7 +58,7 @@ class GitTools:
     Trust model: the deployment chooses the directory, the executable, the environment and the
     limits; the model chooses one of six operations and literal paths, a revision or a message
     within it. Repository configuration is not trusted to name programs (see ``command``), but
-    otherwise applies: this is host execution in a repository, not a sandbox.
+    otherwise applies: host execution in a repository, or a bubblewrap sandbox (``backend``).
     """
 
     def __init__(self, settings: GitSettings, ledger: ProcessLedger | None = None) -> None:
@@ -82,17 +85,24 @@ class GitTools:
         """The exact process a human approves; ``git`` runs it only if it is still the same."""
         self._check_allowed(args)
         async with Heartbeat(operation=args.operation, phase="reading configuration"):
-            spec = await self._spec(args)
+            try:
+                spec = await self._spec(args)
+            except SandboxFailed as exc:
+                raise tool_error(ErrorCode.EXECUTION_FAILED, f"git: {exc}") from None
+        text = shlex.join(spec.argv)
+        if spec.sandbox is not None:
+            text += f"\nin a bubblewrap sandbox, grant {spec.sandbox.digest()}\n"
+            text += "\n".join(spec.sandbox.lines())
         return Prepared(
             preview=[
                 PreviewArtifact(
                     kind="process",
                     title=f"git {args.operation} in {spec.cwd}",
-                    text=shlex.join(spec.argv),
-                    data=spec.model_dump(mode="json"),
+                    text=text,
+                    data=spec.shown(),
                 )
             ],
-            precondition={"process": spec.model_dump(mode="json")},
+            precondition={"process": spec.shown()},
         )
 
     async def git(self, args: GitCall, call: CallContext) -> ProcessResult:
@@ -107,6 +117,8 @@ class GitTools:
             )
         try:
             return await self._run(args, call)
+        except SandboxFailed as exc:
+            raise tool_error(ErrorCode.EXECUTION_FAILED, f"git: {args.operation}: {exc}") from None
         except OSError as exc:  # the repository or the executable went away after start
             raise tool_error(
                 ErrorCode.EXECUTION_FAILED,
@@ -118,7 +130,7 @@ class GitTools:
         async with Heartbeat(operation=args.operation, phase="reading configuration") as beat:
             spec = await self._spec(args)
             approved = (call.precondition or {}).get("process")
-            if call.precondition is not None and approved != spec.model_dump(mode="json"):
+            if call.precondition is not None and approved != spec.shown():
                 raise tool_error(
                     ErrorCode.PRECONDITION_FAILED,
                     f"git: {args.operation}: the command is no longer the approved one "
@@ -151,16 +163,38 @@ class GitTools:
 
     async def _spec(self, args: GitCall) -> ProcessSpec:
         """The process for ``args``, with this repository's filter drivers neutralised."""
-        drivers = await self._filter_drivers()
+        grant = await asyncio.to_thread(self._grant)
+        drivers = await self._filter_drivers(grant)
         return ProcessSpec(
             argv=[self.executable, *global_options(), *operation_argv(args)],
             cwd=self.cwd,
             env={**self.env, **filter_overrides(drivers)},
             timeout_seconds=self.settings.timeout_seconds,
             max_output_bytes=self.settings.max_output_bytes,
+            sandbox=grant,
         )
 
-    async def _filter_drivers(self) -> list[str]:
+    def _grant(self) -> SandboxGrant | None:
+        """The sandbox git runs in (the repository read-only unless writes are allowed), or
+        ``None`` on the host."""
+        if self.settings.backend is Backend.HOST:
+            return None
+        repository = [Path(self.cwd)]
+        try:
+            grant = self.settings.sandbox.grant(
+                writable=repository if self.settings.allow_write else [],
+                read_only=[] if self.settings.allow_write else repository,
+            )
+        except ValueError as exc:
+            raise tool_error(ErrorCode.CONFIGURATION_ERROR, f"git: git.sandbox: {exc}") from None
+        if not grant.visible(os.path.realpath(self.executable)):
+            raise tool_error(
+                ErrorCode.CONFIGURATION_ERROR,
+                f"git: git.executable: {self.executable}: not visible inside the sandbox",
+            )
+        return grant
+
+    async def _filter_drivers(self, grant: SandboxGrant | None) -> list[str]:
         """The filter drivers the repository's configuration defines; fails closed."""
         listing = ProcessSpec(
             argv=[self.executable, "--no-pager", *FILTER_LISTING],
@@ -168,6 +202,7 @@ class GitTools:
             env=self.env,
             timeout_seconds=LISTING_TIMEOUT_SECONDS,
             max_output_bytes=LISTING_MAX_BYTES,
+            sandbox=grant,
         )
         try:
             result = await run_process(
@@ -224,6 +259,8 @@ def settings_problems(settings: GitSettings, *, on_this_host: bool) -> list[str]
         )
         problems.append(f"git.executable: {settings.executable!r} is not an executable file{where}")
     problems += env_problems(settings.env)
+    if settings.backend is Backend.BUBBLEWRAP:
+        problems += sandbox_problems("git", settings.sandbox, on_this_host=on_this_host)
     if settings.timeout_seconds > MAX_TIMEOUT_SECONDS:
         problems.append(f"git.timeout_seconds: at most {MAX_TIMEOUT_SECONDS:g}")
     if settings.kill_grace_seconds > MAX_KILL_GRACE_SECONDS:
@@ -262,7 +299,7 @@ def _interrupted(args: GitCall, partial: ProcessResult) -> Exception:
 def _difference(approved: Any, spec: ProcessSpec) -> str:
     if not isinstance(approved, dict):
         return "everything"
-    now = spec.model_dump(mode="json")
+    now = spec.shown()
     changed = [key for key in now if approved.get(key) != now[key]]
     return ", ".join(changed) or "nothing"
 

@@ -18,7 +18,7 @@ from tests.support.harness import make_config, running_worker, start_call
 from tests.support.processes import alive, eventually, live_members
 from tests.support.tools import ALL_TOOL_NAMES
 from tests.worker.support import Spawned, hermetic_env
-from toolcalls.activities.processes.runner import ProcessLedger
+from toolcalls.activities.processes.ledger import ProcessLedger
 from toolcalls.workflows.models.call import CallStatus, ErrorCode
 
 LOST_AFTER = {"start_to_close_seconds": 30, "heartbeat_seconds": 2}
@@ -38,7 +38,7 @@ def record_from_another_process(ledger: Path, pgid: int) -> None:
     """Record ``pgid`` as a worker would, from a process that then exits (the dead worker)."""
     code = (
         "import sys; from pathlib import Path; "
-        "from toolcalls.activities.processes.runner import ProcessLedger; "
+        "from toolcalls.activities.processes.ledger import ProcessLedger; "
         "ProcessLedger(Path(sys.argv[1])).record(int(sys.argv[2]))"
     )
     subprocess.run([sys.executable, "-c", code, str(ledger), str(pgid)], check=True)

@@ -24,7 +24,7 @@ from toolcalls.activities.processes.command_args import (
     RunShellArgs,
 )
 from toolcalls.activities.processes.commands import ProcessTools
-from toolcalls.activities.processes.runner import ProcessLedger
+from toolcalls.activities.processes.ledger import ProcessLedger
 from toolcalls.worker.config import ConfigError, build_catalog, parse_config
 from toolcalls.worker.plugin import build_instances
 from toolcalls.workflows.models.call import ErrorCode, PlanInput, ToolError

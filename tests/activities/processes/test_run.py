@@ -28,8 +28,8 @@ from tests.support.processes import (
 from toolcalls.activities.limits import MAX_PAYLOAD_BYTES
 from toolcalls.activities.processes.command_args import ExecuteCommandArgs, RunShellArgs
 from toolcalls.activities.processes.commands import MAX_RESULT_BYTES, ProcessTools
+from toolcalls.activities.processes.ledger import ProcessLedger
 from toolcalls.activities.processes.runner import (
-    ProcessLedger,
     ProcessResult,
     ProcessSpec,
     run_process,
