@@ -191,6 +191,17 @@ def _call_parsers(commands_: Commands) -> None:
         "--id", metavar="WORKFLOW_ID", help="the call's workflow id (default toolcall-<uuid>)"
     )
     call.add_argument(
+        "--as", dest="principal", metavar="ID", help="whom the call acts for (its principal)"
+    )
+    call.add_argument(
+        "--as-attr",
+        dest="principal_attrs",
+        metavar="NAME=VALUE",
+        action="append",
+        default=[],
+        help="an attribute of the principal (repeatable), e.g. tenant=acme",
+    )
+    call.add_argument(
         "--no-wait",
         action="store_true",
         help="print the workflow id once the call is planned, instead of the result",

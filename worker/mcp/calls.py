@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 from temporalio.client import WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -32,16 +33,39 @@ from toolcalls.worker.mcp.front import Front
 from toolcalls.worker.mcp.results import call_result, tool_error
 from toolcalls.worker.mcp.rounds import input_required, resume
 from toolcalls.workflows.models.call import ErrorCode, ToolCallRequest, ToolCallResult
+from toolcalls.workflows.models.principal import Principal
 from toolcalls.workflows.reach.client import CallConflict, PayloadTooLarge, Started
 
 META_FRONT = {"front": "mcp"}
 """``ToolCallRequest.metadata`` of every call started here, for correlation in history; beside it
 ``mcp_user`` (the identity the server is configured with) and ``mcp_client`` (the name the client
 gave in ``clientInfo``), which the inbox shows as who asked."""
+SCOPE_PRINCIPAL = "toolcalls.mcp.principal"
+"""The ASGI scope key where the HTTP front's token check puts whom the request acts for
+(``oauth:<issuer>#<subject>``); absent over stdio or without OAuth."""
 MAX_CLIENT_NAME_CHARS = 200
 """A client's name is its own claim: it is kept to this many characters."""
 
 log = logging.getLogger("toolcalls.mcp")
+
+
+def principal_of(ctx: Any) -> Principal | None:
+    """Whom an MCP request acts for: what the front's verified token put in the request's ASGI
+    scope (an id, or a ``Principal``); ``None`` over stdio or without OAuth.
+
+    Raises:
+        MCPError: the scope's value is not a valid principal (no call starts).
+    """
+    scope = getattr(getattr(ctx, "request", None), "scope", None)
+    value = scope.get(SCOPE_PRINCIPAL) if isinstance(scope, dict) else None
+    if value is None or isinstance(value, Principal):
+        return value
+    try:
+        return Principal(id=value) if isinstance(value, str) else Principal.model_validate(value)
+    except ValidationError:
+        raise MCPError(
+            code=types.INTERNAL_ERROR, message="the request's principal is malformed"
+        ) from None
 
 
 async def call_tool(
@@ -70,6 +94,7 @@ async def call_tool(
         arguments=params.arguments or {},
         metadata=metadata,
         profile=front.profile,
+        principal=principal_of(ctx),
     )
     try:
         resumed = await resume(front, params)
