@@ -198,3 +198,26 @@ def test_a_policy_the_schema_refuses_stops_the_worker(
     cfg = config(task_queue, tmp_path, sets=sets)
     with pytest.raises(ConfigError, match=r"p\.cedar:3:1: .*nope"):
         build_worker(client, cfg, families=ALL_FAMILIES)
+
+
+async def test_a_policy_changed_after_the_plan_affects_only_new_calls(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "changing.cedar"
+    path.write_text('@approval("required")\npermit(principal, action, resource);\n')
+    sets = [{"name": "main", "files": [str(path)]}]
+    cfg = config(task_queue, tmp_path, sets=sets)
+    async with running_worker(client, cfg, max_cached_workflows=0):
+        handle = await start_call(client, task_queue, "probe_echo", {"text": "p"}, principal=ALICE)
+        pending = await pending_approval(handle)
+    path.write_text('@id("nothing")\nforbid(principal, action, resource);\n')
+    # A new worker, with the new policy and no cache: the waiting call replays its recorded plan.
+    async with running_worker(client, config(task_queue, tmp_path, sets=sets)) as probes:
+        await handle.execute_update("decide", decision(pending))
+        result = await asyncio.wait_for(handle.result(), 30)
+        assert result.status is CallStatus.COMPLETED
+        assert probes.runs["probe_echo"] == 1
+        later = await run_call(client, task_queue, "probe_echo", {"text": "p"}, principal=ALICE)
+    assert later.status is CallStatus.DENIED
+    assert later.error is not None
+    assert "nothing" in later.error.message

@@ -23,7 +23,6 @@ from toolcalls.workflows.call.parts import _STATUS_FOR_CODE, _Ended
 from toolcalls.workflows.models.call import (
     MAX_ANSWER_CHARS,
     MEMO_PENDING_QUESTION,
-    PRINCIPAL_PATCH,
     WORKFLOW_NAME,
     AskUserOutput,
     CallPlan,
@@ -93,8 +92,12 @@ class ToolCallWorkflow(ApprovalFlow):
     def _decided(self, plan: CallPlan) -> policy.Decision:
         """The call's effect: the capability policies and, for a plan with ``[[policies]]``
         verdicts (recorded, never evaluated again), the enforced sets; logged with the shadow
-        sets' effects."""
-        if not plan.policies or not workflow.patched(PRINCIPAL_PATCH):
+        sets' effects.
+
+        No ``workflow.patched`` here: the branch follows the recorded plan, and a plan made
+        before policy sets existed has no verdicts, so its history takes the old path. (A patch
+        marker right after the plan's local activity, in the same task, does not replay.)"""
+        if not plan.policies:
             decision = policy.decide(
                 plan.ceiling, self._request.policy, plan.tool, plan.capabilities
             )

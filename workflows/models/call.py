@@ -35,9 +35,6 @@ DEFINITIONS_WORKFLOW = "ToolDefinitions"
 MARKER_WORKFLOW = "ToolCallsEncrypts"
 """The workflow type of an encrypting deployment's standing marker (one per task queue)."""
 
-PRINCIPAL_PATCH = "toolcalls-principal"
-"""``ToolCallWorkflow``'s patch for a plan with ``[[policies]]`` verdicts."""
-
 DEFAULT_TASK_QUEUE = "toolcalls"
 DEFAULT_APPROVAL_TIMEOUT = timedelta(hours=24)
 
