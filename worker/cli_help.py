@@ -89,6 +89,10 @@ COMMANDS: dict[str, Help] = {
         "toolcalls grants list --tool create_file\n"
         'toolcalls grants revoke GRANT_ID --by alice --reason "done"',
     ),
+    "policy": Help(
+        "test the deployment's policies against example requests (no server needed)",
+        "toolcalls policy test cases.toml",
+    ),
     "tools": Help(
         "list the tools the configuration enables (no server needed)",
         "toolcalls tools --config toolcalls.toml --format openai",

@@ -49,6 +49,8 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.command is None:
         parser.error(f"choose a command: {', '.join(cli_help.COMMANDS)}")
+    if args.command == "policy" and args.policy_command is None:
+        parser.error("policy: name a command: test")
     if args.command == "grants" and args.grants_command is None:
         grants: _Parser = _subcommands(parser).choices["grants"]
         grants.error(f"choose a command: {', '.join(cli_help.GRANT_COMMANDS)}")
@@ -259,6 +261,20 @@ def _call_parsers(commands_: Commands) -> None:
     answer.add_argument("text", metavar="TEXT", nargs="?", help="the answer")
     answer.add_argument("--decline", action="store_true", help="decline to answer")
     answer.add_argument("--by", metavar="NAME", help="who answers (default: your user name)")
+
+    policy_ = _command(commands_, "policy")
+    policy_commands = policy_.add_subparsers(
+        dest="policy_command", metavar="COMMAND", title="commands", parser_class=_Parser
+    )
+    policy_test = policy_commands.add_parser(
+        "test",
+        help=cli_help.COMMANDS["policy"].line,
+        description=cli_help.COMMANDS["policy"].line,
+        epilog=cli_help.COMMANDS["policy"].epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    policy_test.add_argument("cases", metavar="CASES.toml", help="the example requests")
+    policy_test.add_argument("--config", metavar="FILE", help=CONFIG)
 
     tools = _command(commands_, "tools", parents=[output])
     tools.add_argument("--config", metavar="FILE", help=CONFIG)
