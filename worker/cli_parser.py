@@ -219,6 +219,17 @@ def _call_parsers(commands_: Commands) -> None:
     pending.add_argument(
         "--page-token", metavar="TOKEN", help="the next page, as the previous one printed it"
     )
+    decisions_ = _command(commands_, "decisions", parents=both)
+    decisions_.add_argument(
+        "--since",
+        type=arguments.duration,
+        default=arguments.duration("1h"),
+        metavar="DURATION",
+        help="calls started within this long, such as 30m, 1h or 7d (default 1h)",
+    )
+    decisions_.add_argument(
+        "--limit", type=int, default=100, help="list at most this many (1-1000)"
+    )
     show = _command(commands_, "show", parents=both)
     show.add_argument("workflow_id", metavar="WORKFLOW_ID", help=WORKFLOW_ID)
     reconcile = _command(commands_, "reconcile", parents=both)
