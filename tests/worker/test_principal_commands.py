@@ -4,6 +4,7 @@ real worker with a real Cedar policy."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from pathlib import Path
 
@@ -46,6 +47,9 @@ async def test_call_as_a_principal_and_list_the_decisions(
     result = json.loads(done.stdout)
     assert result["status"] == "completed", done.stderr
     assert result["principal"] == "alice"
+
+    shown = await command(tmp_path, address, "show", alices)
+    assert re.search(r"^acts for:\s+alice$", shown.stdout, re.M), shown.stdout
 
     listed = await command(tmp_path, address, "decisions", "--since", "10m", "--limit", "50")
     assert listed.code == 0, listed.stderr
