@@ -5,6 +5,7 @@ refuses a policy file it cannot parse."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -221,3 +222,22 @@ async def test_a_policy_changed_after_the_plan_affects_only_new_calls(
     assert later.status is CallStatus.DENIED
     assert later.error is not None
     assert "nothing" in later.error.message
+
+
+async def test_each_decision_is_logged_once_without_argument_values(
+    client: Client, task_queue: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    async with running_worker(client, config(task_queue, tmp_path)):
+        result = await run_call(
+            client, task_queue, "probe_write", {"token": "very-secret"}, principal=BOB
+        )
+    assert result.status is CallStatus.DENIED
+    logged = [r for r in caplog.records if getattr(r, "decision", None) is not None]
+    assert len(logged) == 1
+    record = logged[0]
+    assert (record.decision, record.principal, record.tool) == ("deny", "bob", "probe_write")  # type: ignore[attr-defined]
+    assert record.digest == result.digest  # type: ignore[attr-defined]
+    assert any("no-bob-writes" in rule for rule in record.rules)  # type: ignore[attr-defined]
+    assert "very-secret" not in record.getMessage()
+    assert "very-secret" not in repr(record.__dict__)
