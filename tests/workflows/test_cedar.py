@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,13 @@ from tests.support.harness import (
     start_call,
     update_rejection,
 )
+from tests.support.parents import AgentParent, ParentInput
 from tests.support.tools import ALL_FAMILIES
+from tests.workflows.test_parent import parent_worker
 from toolcalls.worker.config import ConfigError
 from toolcalls.worker.run import build_worker
 from toolcalls.workflows.models.approval import GrantScope, GrantTerms
-from toolcalls.workflows.models.call import CallStatus, ErrorCode, EventKind
+from toolcalls.workflows.models.call import CallStatus, ErrorCode, EventKind, ToolCallRequest
 from toolcalls.workflows.models.principal import Principal
 
 ALICE = Principal(id="alice", attributes={"tenant": "acme"})
@@ -241,3 +244,33 @@ async def test_each_decision_is_logged_once_without_argument_values(
     assert any("no-bob-writes" in rule for rule in record.rules)  # type: ignore[attr-defined]
     assert "very-secret" not in record.getMessage()
     assert "very-secret" not in repr(record.__dict__)
+
+
+async def test_a_parent_names_the_principal_and_the_policy_sees_the_parent(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    text = (
+        'permit(principal, action, resource);\n@id("no-echo-from-parents")\n'
+        'forbid(principal, action == Action::"probe_echo", resource) when { context has parent };\n'
+    )
+    batch = [
+        ToolCallRequest(tool="probe_write", arguments={"token": "w"}, call_id="w"),
+        ToolCallRequest(tool="probe_echo", arguments={"text": "e"}, call_id="e"),
+    ]
+    async with (
+        running_worker(client, config(task_queue, tmp_path, text)),
+        parent_worker(client) as queue,
+    ):
+        parent = await client.start_workflow(
+            AgentParent.run,
+            ParentInput(task_queue=task_queue, batches=[batch], principal=ALICE),
+            id=f"parent-{uuid.uuid4()}",
+            task_queue=queue,
+        )
+        output = await asyncio.wait_for(parent.result(), 30)
+    wrote, echoed = output.results
+    assert wrote.status is CallStatus.COMPLETED, wrote.error
+    assert wrote.principal == "alice"
+    assert echoed.status is CallStatus.DENIED
+    assert echoed.error is not None
+    assert "no-echo-from-parents" in echoed.error.message
