@@ -246,8 +246,9 @@ async def test_each_decision_is_logged_once_without_argument_values(
     assert "very-secret" not in repr(record.__dict__)
 
 
+@pytest.mark.parametrize("inline", [False, True])
 async def test_a_parent_names_the_principal_and_the_policy_sees_the_parent(
-    client: Client, task_queue: str, tmp_path: Path
+    client: Client, task_queue: str, tmp_path: Path, inline: bool
 ) -> None:
     text = (
         'permit(principal, action, resource);\n@id("no-echo-from-parents")\n'
@@ -263,7 +264,7 @@ async def test_a_parent_names_the_principal_and_the_policy_sees_the_parent(
     ):
         parent = await client.start_workflow(
             AgentParent.run,
-            ParentInput(task_queue=task_queue, batches=[batch], principal=ALICE),
+            ParentInput(task_queue=task_queue, batches=[batch], principal=ALICE, inline=inline),
             id=f"parent-{uuid.uuid4()}",
             task_queue=queue,
         )

@@ -155,6 +155,9 @@ class InlineCall(ToolCallWorkflow):
                     call_id=self._call_id,
                     run=run and self._charge is None,
                     inline=True,
+                    principal=self._request.principal,
+                    # The workflow that runs the call inline is its parent.
+                    parent=workflow.info().workflow_id,
                 ),
                 result_type=PlanOutcome,
                 task_queue=self._queue,
