@@ -11,7 +11,7 @@ from pathlib import Path
 from temporalio.client import Client
 
 from tests.support.harness import make_config, running_worker
-from tests.worker.support import command, one_line
+from tests.worker.support import command, one_line, toolcalls
 
 POLICY = """@id("everyone")
 permit(principal, action, resource);
@@ -74,3 +74,22 @@ async def test_a_malformed_principal_is_a_usage_error(address: str, tmp_path: Pa
     )
     assert done.code == 2
     assert "--as: invalid principal: attributes" in one_line(done.stderr)
+
+
+async def test_a_worker_with_a_policy_that_does_not_parse_stops_before_connecting(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "bad.cedar").write_text(
+        "permit(principal, action, resource);\n\n"
+        'permit(principal, action, resource)\n  when { resource.path lik "/a" };\n'
+    )
+    config = tmp_path / "toolcalls.toml"
+    config.write_text(
+        'tools = ["calculator"]\n[[policies]]\nname = "main"\n'
+        f'files = ["{tmp_path / "bad.cedar"}"]\n'
+    )
+    done = await toolcalls(tmp_path, "worker", "--config", str(config), "--address", "127.0.0.1:1")
+    assert done.code == 2
+    assert one_line(done.stderr) == (
+        f"toolcalls: policies main: {tmp_path / 'bad.cedar'}:4:24: unexpected token `lik`"
+    )
