@@ -12,7 +12,7 @@ CONFIG ?= examples/toolcalls.toml
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,documents,integrations,codec,s3,otel,mcp,inbox,docs,pydantic-ai,openai-agents,langgraph]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,documents,integrations,codec,s3,otel,mcp,inbox,docs,pydantic-ai,openai-agents,langgraph,cedar]'
 	touch $(STAMP)
 
 # The example deployment's file tools work under this folder (examples/toolcalls.toml).

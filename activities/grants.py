@@ -7,9 +7,9 @@ on) as the child of a workflow run, and the terms in its memo carry the deployme
 for that very parent run (``toolcalls.attest``, which only ``ToolCallWorkflow`` on the
 deployment's worker can ask, for an accepted, remembered approval). A workflow's type name and a
 memo prove nothing: anyone who may start workflows can write both. The terms must then cover this
-call: the same tool, the same digest or any arguments within the granted capabilities, the call's
-scope, an approver the call's rule allows, and an expiry still ahead. The lookup itself answers
-only ``ToolCallWorkflow`` on this worker (a local activity).
+call: the same tool and principal, the same digest or any arguments within the granted
+capabilities, the call's scope, an approver the call's rule allows, and an expiry still ahead.
+The lookup itself answers only ``ToolCallWorkflow`` on this worker (a local activity).
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ MAX_CANDIDATES = 20
 def covers(grant: Grant, query: GrantQuery, now: datetime) -> bool:
     """Whether ``grant``'s terms approve the call ``query`` describes."""
     if grant.tool != query.tool or grant.expires_at <= now:
+        return False
+    if grant.principal != query.principal:
         return False
     if grant.digest is not None and grant.digest != query.digest:
         return False

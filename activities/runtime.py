@@ -42,6 +42,8 @@ from toolcalls.activities.attestations import (
 from toolcalls.activities.base import ToolArgs
 from toolcalls.activities.capabilities import default_ceiling
 from toolcalls.activities.catalog import Catalog, call_digest
+from toolcalls.activities.cedar.engine import PolicySet
+from toolcalls.activities.cedar.judge import judged
 from toolcalls.activities.definitions import DEFINITION_FORMATS
 from toolcalls.activities.errors import invalid_arguments, tool_error
 from toolcalls.activities.limits import MAX_PAYLOAD_BYTES
@@ -91,6 +93,7 @@ class ToolRuntime:
         result_bytes: int = MAX_PAYLOAD_BYTES,
         codec: PayloadCodec | None = None,
         attestor: Attestor | None = None,
+        policy_sets: Sequence[PolicySet] = (),
     ) -> None:
         """``approvers`` and ``webhooks`` (names) go into every plan: who may decide a call, and
         whom to tell that it waits. ``result_bytes``: the most a result or preview may be,
@@ -107,6 +110,8 @@ class ToolRuntime:
         self.result_bytes = result_bytes
         self.codec = codec
         self.attestor = attestor or Attestor.ephemeral()
+        self.policy_sets = tuple(policy_sets)
+        """The ``[[policies]]`` sets, loaded at start; their verdicts go into each plan."""
 
     def _instance(self, spec: ToolSpec) -> object:
         assert spec.implementation is not None
@@ -123,6 +128,7 @@ class ToolRuntime:
             outcome, args = self.catalog.plan_call(
                 input, self.ceiling, local, self.approvers, self.webhooks
             )
+            outcome = judged(outcome, input, self.policy_sets, self.approvers)
             if outcome.plan is not None:
                 attestation = self._plan_attestation(input, outcome.plan)
                 if attestation is not None:
@@ -387,5 +393,5 @@ def _runs_in_plan(plan: CallPlan, input: PlanInput) -> bool:
     """An allowed pure tool the workflow worker runs locally: the plan can run it at once."""
     if plan.activity is None or not plan.activity.local or plan.side_effect is not SideEffect.PURE:
         return False
-    decision = policy.decide(plan.ceiling, input.policy, plan.tool, plan.capabilities)
+    decision = policy.decide_plan(plan, input.policy)
     return decision.effect is Effect.ALLOW

@@ -49,6 +49,7 @@ from toolcalls.workflows.models.call import (
     Phase,
     UserAnswer,
 )
+from toolcalls.workflows.models.principal import Principal
 from toolcalls.workflows.reach.client import ToolCallClient
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -331,6 +332,40 @@ async def identity_refused(client: Client, queue: str) -> Handle:
     return handle
 
 
+CEDAR_FILE = Path(tempfile.gettempdir()) / "toolcalls-record-policies.cedar"
+CEDAR = """@id("everyone")
+permit(principal, action, resource);
+
+@id("no-bob-writes")
+forbid(principal == Principal::"bob", action == Action::"filesystem.write", resource);
+
+@id("echo-needs-approval")
+@approval("required")
+permit(principal, action == Action::"probe_echo", resource);
+"""
+ALICE = Principal(id="alice", attributes={"tenant": "acme"})
+CEDAR_SECTIONS = {"policies": [{"name": "main", "files": [str(CEDAR_FILE)]}]}
+
+
+async def principal_approved(client: Client, queue: str) -> Handle:
+    handle = await start_call(client, queue, "probe_write", {"token": "p1"}, principal=ALICE)
+    pending = await _pending(handle)
+    await handle.execute_update(ToolCallWorkflow.decide, _decision(pending, "carol"))
+    return handle
+
+
+async def cedar_approved(client: Client, queue: str) -> Handle:
+    handle = await start_call(client, queue, "probe_echo", {"text": "c"}, principal=ALICE)
+    pending = await _pending(handle)
+    await handle.execute_update(ToolCallWorkflow.decide, _decision(pending, "carol"))
+    return handle
+
+
+async def cedar_denied(client: Client, queue: str) -> Handle:
+    bob = Principal(id="bob")
+    return await start_call(client, queue, "probe_write", {"token": "d"}, principal=bob)
+
+
 APPROVERS = {
     "groups": {"ops": ["alice", "bob"], "security": ["carol"]},
     "max_grant_seconds": 3600,
@@ -367,6 +402,8 @@ SECTIONS: dict[str, dict[str, Any]] = {
         }
     },
     "granted": {"approvers": APPROVERS},
+    "cedar_approved": CEDAR_SECTIONS,
+    "cedar_denied": CEDAR_SECTIONS,
     "identity_counted_twice_before_patch": {
         "approvers": {"rules": {"filesystem.write": {"min_approvals": 2}}}
     },
@@ -412,6 +449,10 @@ SCENARIOS: dict[str, Scenario] = {
     "identity_refused": identity_refused,
     # Since an approver may answer in place of the tool (``toolcalls-respond-decision``).
     "responded": responded,
+    # Since requests name a principal and plans carry [[policies]] verdicts.
+    "principal_approved": principal_approved,
+    "cedar_approved": cedar_approved,
+    "cedar_denied": cedar_denied,
 }
 WITHOUT_PATCH = {"identity_counted_twice_before_patch": IDENTITY_PATCH}
 """Recordings of the path before a patch: their worker leaves that patch off, as old code did."""
@@ -447,6 +488,9 @@ EXPECTED_STATUS = {
     "identity_counted_twice_before_patch": "completed",
     "identity_refused": "completed",
     "responded": "denied",
+    "principal_approved": "completed",
+    "cedar_approved": "completed",
+    "cedar_denied": "denied",
 }
 """The status each recorded history ends with; the replay test checks the files against it."""
 
@@ -458,6 +502,7 @@ async def record(names: list[str]) -> None:
         data_converter=pydantic_data_converter,
     )
     HISTORIES.mkdir(exist_ok=True)
+    CEDAR_FILE.write_text(CEDAR, encoding="utf-8")
     try:
         for name in names:
             queue = f"record-{uuid.uuid4()}"

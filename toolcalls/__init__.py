@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         ToolCallRequest,
         ToolCallResult,
     )
+    from toolcalls.workflows.models.principal import Principal
     from toolcalls.workflows.reach.client import ToolCallClient
     from toolcalls.workflows.reach.keyless import MissingKeys, PayloadKeyError
     from toolcalls.workflows.reach.parent import CallBudget, ToolCalls
@@ -41,6 +42,7 @@ __all__ = [
     "ConfigError",
     "MissingKeys",
     "PayloadKeyError",
+    "Principal",
     "ReplayFailed",
     "ReplayReport",
     "ToolCallClient",
@@ -62,6 +64,7 @@ _WHERE = {
     "CapabilityPolicy": "toolcalls.workflows.models.call",
     "ToolCallRequest": "toolcalls.workflows.models.call",
     "ToolCallResult": "toolcalls.workflows.models.call",
+    "Principal": "toolcalls.workflows.models.principal",
     "ToolCallWorkflow": "toolcalls.workflows.call.tool_call",
     "CallBudget": "toolcalls.workflows.reach.parent",
     "ToolCalls": "toolcalls.workflows.reach.parent",

@@ -30,6 +30,7 @@ from toolcalls.workflows.models.approval import (
     GrantTerms,
 )
 from toolcalls.workflows.models.call import CapabilityPolicy, Effect, ToolCallRequest
+from toolcalls.workflows.models.principal import Principal
 from toolcalls.workflows.rules import policy
 from toolcalls.workflows.rules.identities import InvalidIdentity, canonical_identity
 
@@ -115,7 +116,35 @@ def build_request(args: argparse.Namespace) -> ToolCallRequest:
     fields: dict[str, Any] = {"tool": args.tool, "arguments": arguments, "policy": request_policy}
     if hasattr(args, "approval_timeout"):  # absent unless given: the request's default applies
         fields["approval_timeout"] = args.approval_timeout
+    principal = build_principal(
+        getattr(args, "principal", None), getattr(args, "principal_attrs", []), "call"
+    )
+    if principal is not None:
+        fields["principal"] = principal
     return ToolCallRequest(**fields)
+
+
+def build_principal(id: str | None, attrs: list[str], command: str) -> Principal | None:
+    """``--as ID`` and ``--as-attr NAME=VALUE``: the principal, or a usage error naming the
+    problem."""
+    if id is None:
+        if attrs:
+            raise CommandError(EXIT_USAGE, f"{command}: --as-attr needs --as")
+        return None
+    attributes: dict[str, str] = {}
+    for attr in attrs:
+        name, equals, value = attr.partition("=")
+        if not equals or not name:
+            raise CommandError(EXIT_USAGE, f"{command}: --as-attr {attr!r}: use NAME=VALUE")
+        attributes[name] = value
+    try:
+        return Principal(id=id, attributes=attributes)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise CommandError(
+            EXIT_USAGE, f"{command}: --as: invalid principal: {where}: {first['msg']}"
+        ) from None
 
 
 def parse_policy(value: str) -> CapabilityPolicy:

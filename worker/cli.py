@@ -14,9 +14,10 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
-from toolcalls.worker import arguments, cli_worker, commands, replay
+from toolcalls.worker import arguments, cli_worker, commands, policy_cases, replay
 from toolcalls.worker.cli_parser import parse
 from toolcalls.worker.config import ConfigError, load_config
 from toolcalls.worker.devserver import DevServerError
@@ -30,7 +31,7 @@ from toolcalls.worker.telemetry.settings import LogFormat
 
 DECISION_COMMANDS = ("approve", "deny", "respond", "answer")
 SERVING_COMMANDS = ("worker", "dev", "codec-server", "mcp", "inbox")
-UNTRACED_COMMANDS = ("dev", "codec-server", "tools", "prune-payloads")
+UNTRACED_COMMANDS = ("dev", "codec-server", "tools", "prune-payloads", "policy")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -86,6 +87,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return asyncio.run(inbox.run(config, args, os.environ))
     if args.command == "tools":
         return commands.list_tools(config, args)
+    if args.command == "policy":
+        return policy_cases.run_cases(config, Path(args.cases))
     if args.command == "prune-payloads":
         return commands.prune_payloads(config, args)
     return asyncio.run(commands.run(config, args))

@@ -89,6 +89,14 @@ COMMANDS: dict[str, Help] = {
         "toolcalls grants list --tool create_file\n"
         'toolcalls grants revoke GRANT_ID --by alice --reason "done"',
     ),
+    "decisions": Help(
+        "list recent calls' policy decisions: principal, tool, effect and what decided it",
+        "toolcalls decisions --since 1h",
+    ),
+    "policy": Help(
+        "test the deployment's policies against example requests (no server needed)",
+        "toolcalls policy test cases.toml",
+    ),
     "tools": Help(
         "list the tools the configuration enables (no server needed)",
         "toolcalls tools --config toolcalls.toml --format openai",

@@ -50,6 +50,8 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.command is None:
         parser.error(f"choose a command: {', '.join(cli_help.COMMANDS)}")
+    if args.command == "policy" and args.policy_command is None:
+        parser.error("policy: name a command: test")
     if args.command == "grants" and args.grants_command is None:
         grants: _Parser = _subcommands(parser).choices["grants"]
         grants.error(f"choose a command: {', '.join(cli_help.GRANT_COMMANDS)}")
@@ -199,6 +201,17 @@ def _call_parsers(commands_: Commands) -> None:
         "--id", metavar="WORKFLOW_ID", help="the call's workflow id (default toolcall-<uuid>)"
     )
     call.add_argument(
+        "--as", dest="principal", metavar="ID", help="whom the call acts for (its principal)"
+    )
+    call.add_argument(
+        "--as-attr",
+        dest="principal_attrs",
+        metavar="NAME=VALUE",
+        action="append",
+        default=[],
+        help="an attribute of the principal (repeatable), e.g. tenant=acme",
+    )
+    call.add_argument(
         "--no-wait",
         action="store_true",
         help="print the workflow id once the call is planned, instead of the result",
@@ -213,6 +226,17 @@ def _call_parsers(commands_: Commands) -> None:
     )
     pending.add_argument(
         "--page-token", metavar="TOKEN", help="the next page, as the previous one printed it"
+    )
+    decisions_ = _command(commands_, "decisions", parents=both)
+    decisions_.add_argument(
+        "--since",
+        type=arguments.duration,
+        default=arguments.duration("1h"),
+        metavar="DURATION",
+        help="calls started within this long, such as 30m, 1h or 7d (default 1h)",
+    )
+    decisions_.add_argument(
+        "--limit", type=int, default=100, help="list at most this many (1-1000)"
     )
     show = _command(commands_, "show", parents=both)
     show.add_argument("workflow_id", metavar="WORKFLOW_ID", help=WORKFLOW_ID)
@@ -256,6 +280,20 @@ def _call_parsers(commands_: Commands) -> None:
     answer.add_argument("text", metavar="TEXT", nargs="?", help="the answer")
     answer.add_argument("--decline", action="store_true", help="decline to answer")
     answer.add_argument("--by", metavar="NAME", help="who answers (default: your user name)")
+
+    policy_ = _command(commands_, "policy")
+    policy_commands = policy_.add_subparsers(
+        dest="policy_command", metavar="COMMAND", title="commands", parser_class=_Parser
+    )
+    policy_test = policy_commands.add_parser(
+        "test",
+        help=cli_help.COMMANDS["policy"].line,
+        description=cli_help.COMMANDS["policy"].line,
+        epilog=cli_help.COMMANDS["policy"].epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    policy_test.add_argument("cases", metavar="CASES.toml", help="the example requests")
+    policy_test.add_argument("--config", metavar="FILE", help=CONFIG)
 
     tools = _command(commands_, "tools", parents=[output])
     tools.add_argument("--config", metavar="FILE", help=CONFIG)

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from toolcalls.worker.config import Config, ConfigError
+from toolcalls.worker.config import Config, ConfigError, policy_sets
 from toolcalls.worker.connect import Target, connect, resolve_target
 from toolcalls.worker.devserver import DevServer
 from toolcalls.worker.exits import EXIT_OK
@@ -69,8 +69,11 @@ async def _maybe_dev_server(config: Config, enabled: bool) -> AsyncIterator[DevS
 async def worker(config: Config, args: argparse.Namespace) -> int:
     if args.task_queue:
         config = config.model_copy(update={"task_queue": args.task_queue})
-    # The inbox's configuration is checked before anything starts.
+    # The inbox's configuration and the policy files are checked before anything starts (the
+    # worker loads the policies again when it is built).
     served_inbox = inbox.plan(config, os.environ, dev=args.dev) if args.inbox else None
+    if config.serves_workflows:
+        policy_sets(config)
     stop = asyncio.Event()
     stop_on_signals(stop)
     health = Health()

@@ -33,6 +33,7 @@ from toolcalls.worker.arguments import (
 )
 from toolcalls.worker.config import CONFIG_ENV, Config, build_catalog
 from toolcalls.worker.connect import connect, resolve_target
+from toolcalls.worker.decisions import MAX_DECISIONS, decisions, decisions_text
 from toolcalls.worker.payloads.codec import PayloadKeyError
 from toolcalls.worker.payloads.converter import data_converter
 from toolcalls.worker.payloads.settings import Store
@@ -131,6 +132,12 @@ async def run(config: Config, args: argparse.Namespace) -> int:
                 "next_page_token": page.next_page_token,
             }
             _emit(args, data, _pending_text(page, args))
+            return EXIT_OK
+        if args.command == "decisions":
+            if not 1 <= args.limit <= MAX_DECISIONS:
+                raise CommandError(EXIT_USAGE, f"decisions: --limit must be 1-{MAX_DECISIONS}")
+            found = await decisions(calls.client, args.since, args.limit)
+            _emit(args, {"decisions": found}, decisions_text(found))
             return EXIT_OK
         if args.command == "show":
             view = await calls.status(args.workflow_id)

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field, ValidationError, create_model, field_vali
 
 from toolcalls.activities.capabilities import CAPABILITIES, default_ceiling
 from toolcalls.activities.catalog import DEFAULT_TOOLS, Catalog, CatalogError, CatalogSettings
+from toolcalls.activities.cedar import PolicyError, PolicySet, PolicySetSettings, load_all
 from toolcalls.activities.families import BUILTIN_FAMILIES
 from toolcalls.activities.family import AnyFamily, Deployment, Family, FamilySettings, needs
 from toolcalls.activities.notifications import NotificationsSettings
@@ -69,6 +70,8 @@ class BaseConfig(_Section):
     """Named subsets of the enabled tools a request may be held to (``profile``)."""
     approvers: ApproversSettings | None = None
     """Who may approve what; without the section anyone may decide, as one approver."""
+    policies: list[PolicySetSettings] = Field(default_factory=list)
+    """``[[policies]]``: Cedar policy sets evaluated at each call's plan (docs/policy.md)."""
     notifications: NotificationsSettings = Field(default_factory=NotificationsSettings)
     activities: ActivitiesSection = Field(default_factory=ActivitiesSection)
     dev: DevSection = Field(default_factory=DevSection)
@@ -346,6 +349,15 @@ def _unwrap(node: Any) -> Any:
     """``X`` out of ``X | None``."""
     args = [arg for arg in get_args(node) if arg is not type(None)]
     return args[0] if get_origin(node) in (Union, UnionType) and len(args) == 1 else node
+
+
+def policy_sets(config: BaseConfig) -> list[PolicySet]:
+    """The deployment's ``[[policies]]`` sets, parsed and validated; a problem (with its file,
+    line and column) is a ``ConfigError``."""
+    try:
+        return load_all(config.policies)
+    except PolicyError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> Config:

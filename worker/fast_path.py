@@ -41,6 +41,8 @@ PASSTHROUGH_MODULES = (
     "toolcalls.workflows.models.attest",
     "toolcalls.workflows.models.reconcile",
     "toolcalls.workflows.models.reply",
+    "toolcalls.workflows.models.principal",
+    "toolcalls.workflows.models.verdict",
     "toolcalls.workflows.rules.policy",
     "pydantic",
     "pydantic_core",

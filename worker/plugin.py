@@ -35,7 +35,7 @@ from toolcalls.activities.grants import GrantFinder
 from toolcalls.activities.notifications import Notifier
 from toolcalls.activities.runtime import ToolRuntime
 from toolcalls.worker.attestation import deployment_attestor
-from toolcalls.worker.config import Config, ConfigError, build_catalog
+from toolcalls.worker.config import Config, ConfigError, build_catalog, policy_sets
 from toolcalls.worker.fast_path import (
     fast_executor,
     fast_path_applies,
@@ -208,6 +208,7 @@ class ToolCallsPlugin(SimplePlugin):
             codec=client.data_converter.payload_codec,
             attestor=attestor,
             instances={**built, **self._instances},
+            policy_sets=policy_sets(deployment) if served.plan else (),
         )
         activities = runtime.tool_activities(served.tools)
         if served.plan:

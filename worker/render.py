@@ -13,8 +13,9 @@ from typing import Any
 
 from toolcalls.activities.spec import ToolSpec
 from toolcalls.workflows.models.approval import ApprovalRecord, ApprovalRequest, PreviewArtifact
-from toolcalls.workflows.models.call import CallEvent, ToolCallResult, UserQuestion
+from toolcalls.workflows.models.call import CallEvent, CallState, ToolCallResult, UserQuestion
 from toolcalls.workflows.models.grant import Grant
+from toolcalls.workflows.models.principal import Principal
 from toolcalls.workflows.models.reconcile import Reconciliation, Settled
 from toolcalls.workflows.reach.client import CallView, PendingCall
 
@@ -256,6 +257,7 @@ def _approval_lines(pending: ApprovalRequest) -> list[str]:
         [
             ("request", pending.request_id),
             ("digest", pending.digest),
+            ("acts for", principal_text(pending.principal)),
             ("capabilities", ", ".join(pending.capabilities) or "none"),
             ("reasons", "; ".join(pending.reasons)),
             ("may decide", may_decide(pending)),
@@ -295,6 +297,23 @@ def _event_lines(events: Sequence[CallEvent]) -> list[str]:
     ]
 
 
+def principal_text(principal: Principal | None) -> str:
+    """A principal for people: its id and attributes."""
+    if principal is None:
+        return "no principal"
+    attrs = ", ".join(f"{k}={v}" for k, v in sorted(principal.attributes.items()))
+    return f"{principal.id} ({attrs})" if attrs else principal.id
+
+
+def _acts_for(state: CallState) -> str:
+    if state.principal is not None:
+        return state.principal
+    if state.result is not None and state.result.principal is not None:
+        return state.result.principal
+    pending = state.pending_approval
+    return principal_text(pending.principal if pending else None)
+
+
 def source_text(view: CallView) -> str:
     """Where ``show`` got its answer, in words."""
     if view.live:
@@ -315,6 +334,7 @@ def view_text(view: CallView) -> str:
         [
             ("call", _call_ids(state.workflow_id, state.call_id)),
             ("tool", state.tool or "unknown"),
+            ("acts for", _acts_for(state)),
             ("capabilities", ", ".join(state.capabilities) or "none"),
             ("status", status if view.running or state.result else f"{status} (ended)"),
             ("source", source_text(view)),

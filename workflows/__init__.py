@@ -31,6 +31,7 @@ from toolcalls.workflows.models.call import (
     UserAnswer,
     UserQuestion,
 )
+from toolcalls.workflows.models.principal import Principal
 
 __all__ = [
     "ApprovalDecision",
@@ -54,6 +55,7 @@ __all__ = [
     "PayloadTooLarge",
     "PendingCall",
     "Phase",
+    "Principal",
     "Started",
     "ToolCallClient",
     "ToolCallRequest",

@@ -20,7 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-LANGUAGES = {"python": "python", "sh": "shell", "bash": "shell", "console": "shell", "toml": "toml"}
+LANGUAGES = {
+    "python": "python",
+    "sh": "shell",
+    "bash": "shell",
+    "console": "shell",
+    "toml": "toml",
+    "cedar": "cedar",
+}
 """Fence language -> how the block runs."""
 FENCE = re.compile(r"^(?P<indent>\s*)```(?P<lang>[\w-]*)\s*$")
 MARKER = re.compile(r"^\s*<!--\s*snippet:\s*(?P<body>.*?)\s*-->\s*$")
@@ -41,7 +48,7 @@ class Block:
     line: int
     """The fence's line, 1-based."""
     language: str
-    """``python``, ``shell`` or ``toml``."""
+    """``python``, ``shell``, ``toml`` or ``cedar``."""
     fence: str
     """The fence's own language: ``console`` blocks mark commands with ``$ ``."""
     text: str

@@ -20,6 +20,7 @@ collide with it.
   serves; another ``make`` target is checked with ``make -n``. ``pip install
   'toolcalls[EXTRAS]'`` is checked, not run: each extra must exist.
 - TOML: parsed and checked as the configuration loader does (``run_toml``).
+- Cedar: parsed by ``cedarpy`` as a ``[[policies]]`` file is at a worker's start (``run_cedar``).
 """
 
 from __future__ import annotations
@@ -124,6 +125,18 @@ def run_toml(unit: Unit, setting: Setting) -> None:
         elsewhere = config.worker.model_copy(update={"serve_tools": False})
         build_catalog(config.model_copy(update={"worker": elsewhere}), source=unit.first.where)
     except (ValueError, tomllib.TOMLDecodeError) as exc:
+        raise AssertionError(f"{unit.first.where}: {exc}") from None
+
+
+def run_cedar(unit: Unit, setting: Setting) -> None:
+    """Load the block as a one-file policy set, as a worker does at start."""
+    from toolcalls.activities.cedar import PolicyError, PolicySet, PolicySetSettings
+
+    path = setting.root / f"policy_{unit.first.line}.cedar"
+    path.write_text(unit.text, encoding="utf-8")
+    try:
+        PolicySet.load(PolicySetSettings(files=[path]))
+    except PolicyError as exc:
         raise AssertionError(f"{unit.first.where}: {exc}") from None
 
 

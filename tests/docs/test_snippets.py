@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.docs.blocks import ROOT, Block, MarkerError, blocks, pages, units
-from tests.docs.runner import Setting, commands, run_python, run_shell, run_toml
+from tests.docs.runner import Setting, commands, run_cedar, run_python, run_shell, run_toml
 from tests.worker.support import Spawned
 
 MAX_SKIPPED = 19
@@ -90,5 +90,7 @@ def test_page_snippets_run(
     for unit in units(blocks(ROOT / page)):
         if unit.first.skip is not None:
             continue
-        run = {"python": run_python, "shell": run_shell, "toml": run_toml}[unit.first.language]
+        run = {"python": run_python, "shell": run_shell, "toml": run_toml, "cedar": run_cedar}[
+            unit.first.language
+        ]
         run(unit, setting)

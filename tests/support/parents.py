@@ -17,6 +17,7 @@ from toolcalls.workflows.models.call import (
     ToolCallRequest,
     ToolCallResult,
 )
+from toolcalls.workflows.models.principal import Principal
 from toolcalls.workflows.reach.parent import BudgetUsage, CallBudget, ToolCalls
 
 
@@ -29,6 +30,8 @@ class ParentInput(BaseModel):
     approval_timeout: timedelta | None = timedelta(hours=24)
     inline: bool = False
     """Run the calls inside the parent (``ToolCalls(inline=True)``)."""
+    principal: Principal | None = None
+    """Whom every call acts for (``ToolCalls(principal=...)``)."""
 
 
 class ParentOutput(BaseModel):
@@ -48,6 +51,7 @@ class AgentParent:
             approval_timeout=input.approval_timeout,
             budget=input.budget,
             inline=input.inline,
+            principal=input.principal,
         )
         results: list[ToolCallResult] = []
         for batch in input.batches:

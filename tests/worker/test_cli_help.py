@@ -38,7 +38,8 @@ def test_the_command_list_names_every_command_with_its_line(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(
-    "command", [*[(name,) for name in COMMANDS], ("grants", "list"), ("grants", "revoke")]
+    "command",
+    [*[(name,) for name in COMMANDS], ("grants", "list"), ("grants", "revoke"), ("policy", "test")],
 )
 def test_every_command_says_what_it_does_and_gives_an_example(command: tuple[str, ...]) -> None:
     text = help_of(*command)

@@ -18,22 +18,26 @@ once instead of a request that hangs.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 from temporalio.client import WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
 
 from toolcalls.worker.mcp.elicit import Form
 from toolcalls.worker.mcp.follow import Follower
 from toolcalls.worker.mcp.front import Front
+from toolcalls.worker.mcp.oauth import verified_principal
 from toolcalls.worker.mcp.requester import request_front
 from toolcalls.worker.mcp.results import call_result, tool_error
 from toolcalls.worker.mcp.rounds import input_required, resume
 from toolcalls.worker.mcp.tasks import Tasks, declares_tasks
 from toolcalls.workflows.models.call import ErrorCode, ToolCallRequest, ToolCallResult
+from toolcalls.workflows.models.principal import Principal
 from toolcalls.workflows.reach.client import CallConflict, PayloadTooLarge, Started
 
 META_FRONT = {"front": "mcp"}
@@ -44,6 +48,26 @@ MAX_CLIENT_NAME_CHARS = 200
 """A client's name is its own claim: it is kept to this many characters."""
 
 log = logging.getLogger("toolcalls.mcp")
+
+
+def principal_of(ctx: Any) -> Principal | None:
+    """Whom an MCP request acts for: the principal of the request's verified OAuth access token
+    (``toolcalls.worker.mcp.oauth``); ``None`` over stdio or with the static bearer token.
+
+    Raises:
+        MCPError: the token's principal is not a valid ``Principal`` id (no call starts).
+    """
+    scope = getattr(getattr(ctx, "request", None), "scope", None)
+    principal = verified_principal(scope) if isinstance(scope, Mapping) else None
+    if principal is None:
+        return None
+    try:
+        return Principal(id=principal)
+    except ValidationError:
+        raise MCPError(
+            code=types.INTERNAL_ERROR,
+            message=f"the token's principal is not a valid principal id: {principal[:80]!r}",
+        ) from None
 
 
 async def call_tool(
@@ -74,6 +98,7 @@ async def call_tool(
         arguments=params.arguments or {},
         metadata=metadata,
         profile=front.profile,
+        principal=principal_of(ctx),
     )
     try:
         resumed = await resume(front, params)

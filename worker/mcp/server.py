@@ -122,12 +122,12 @@ async def run(config: Config, args: argparse.Namespace, environ: Mapping[str, st
     if profile is not None and profile not in catalog.settings.profiles:
         known = ", ".join(catalog.settings.profiles) or "none"
         raise ConfigError(f"mcp: no profile {profile!r}; profiles: {known}")
-    security = state_security(
-        environ, config.mcp.state_key_env, ttl=STATE_TTL_SECONDS, audience=SERVER_NAME
-    )
-    # A busy port stops the command before it connects to anything.
+    # A busy port stops the command before it connects to anything (or says anything else).
     sock = bind(*address, "mcp") if address is not None else None
     try:
+        security = state_security(
+            environ, config.mcp.state_key_env, ttl=STATE_TTL_SECONDS, audience=SERVER_NAME
+        )
         await _serve(config, args, catalog, who, profile, (address, sock), token, security)
     finally:
         if sock is not None:

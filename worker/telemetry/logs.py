@@ -19,7 +19,18 @@ from temporalio import activity, workflow
 
 from toolcalls.worker.telemetry.settings import LogFormat
 
-CALL_FIELDS = ("call_id", "workflow_id", "tool", "status", "error_code")
+CALL_FIELDS = (
+    "call_id",
+    "workflow_id",
+    "tool",
+    "status",
+    "error_code",
+    "decision",
+    "rules",
+    "shadow",
+    "principal",
+    "digest",
+)
 """A record's extra keys that become fields of their own."""
 SDK_FIELDS = ("temporal_workflow", "temporal_activity")
 """The dicts the SDK's ``workflow.logger`` and ``activity.logger`` add to a record."""

@@ -62,6 +62,7 @@ class ApprovalRequests(GrantsAndNotices):
             reasons=decision.reasons(),
             requested_at=now,
             expires_at=expires_at or (now + wait if wait is not None else None),
+            principal=self._request.principal,
         )
         self._approvals = Approvals(request, plan.approval_rule)
         published = self._approvals.published() if plan.approval_rule else request

@@ -152,6 +152,7 @@ class CallBase:
                     policy=self._request.policy,
                     call_id=self._call_id,
                     run=run,
+                    **self._plan_context(),
                 ),
                 result_type=PlanOutcome,
                 start_to_close_timeout=PLAN_TIMEOUT,
@@ -166,6 +167,14 @@ class CallBase:
         if outcome.plan is not None and outcome.attestation is not None:
             self._attestations[outcome.plan.digest] = outcome.attestation
         return outcome
+
+    def _plan_context(self) -> dict[str, Any]:
+        """Whom the call acts for and its parent, for the policies."""
+        parent = workflow.info().parent
+        return {
+            "principal": self._request.principal,
+            "parent": parent.workflow_id if parent else None,
+        }
 
     async def _activity(
         self,
@@ -419,6 +428,7 @@ class CallBase:
             profile=self._request.profile,
             profile_digest=plan.profile_digest if plan else None,
             capabilities=plan.capabilities if plan else [],
+            principal=self._request.principal.id if self._request.principal else None,
             events=list(self._events),
             started_at=self._started_at,
             finished_at=now,

@@ -83,9 +83,7 @@ class Edits(Decisions):
         if edited is None:
             refusal = outcome.error.message if outcome.error else "the edit could not be planned"
         else:
-            verdict = policy.decide(
-                edited.ceiling, self._request.policy, edited.tool, edited.capabilities
-            )
+            verdict = policy.decide_plan(edited, self._request.policy)
             allowed = allowed_names(edited.approval_rule)
             if verdict.effect is Effect.DENY:
                 refusal = f"the edited call would be denied: {'; '.join(verdict.reasons())}"
@@ -121,9 +119,7 @@ class Edits(Decisions):
             f"{_short(edited.arguments)}",
         )
         self._plan = edited
-        verdict = policy.decide(
-            edited.ceiling, self._request.policy, edited.tool, edited.capabilities
-        )
+        verdict = policy.decide_plan(edited, self._request.policy)
         await self._request_approval(edited, verdict, old.request.expires_at, prepared)
         approvals = self._approvals
         assert approvals is not None

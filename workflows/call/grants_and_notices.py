@@ -73,6 +73,7 @@ class GrantsAndNotices(Attested):
             capabilities=plan.capabilities,
             parent_id=parent.workflow_id if parent else None,
             approvers=rule.approvers,
+            principal=plan.principal.id if plan.principal is not None else None,
         )
         try:
             found = await workflow.execute_local_activity(
@@ -127,6 +128,7 @@ class GrantsAndNotices(Attested):
             expires_at=now + terms.duration,
             granted_in=self._workflow_id,
             request_id=record.request_id,
+            principal=plan.principal.id if plan.principal is not None else None,
         )
         if self._attests():
             claim = AttestInput(

@@ -155,6 +155,9 @@ class InlineCall(ToolCallWorkflow):
                     call_id=self._call_id,
                     run=run and self._charge is None,
                     inline=True,
+                    principal=self._request.principal,
+                    # The workflow that runs the call inline is its parent.
+                    parent=workflow.info().workflow_id,
                 ),
                 result_type=PlanOutcome,
                 task_queue=self._queue,
@@ -264,7 +267,7 @@ def _notifies(plan: CallPlan, outcome: PlanOutcome, request: ToolCallRequest) ->
     the deployment's webhooks: only ``ToolCallWorkflow``'s notifications are attested."""
     if outcome.ran or plan.activity is None or not plan.webhooks:
         return False
-    verdict = policy.decide(plan.ceiling, request.policy, plan.tool, plan.capabilities)
+    verdict = policy.decide_plan(plan, request.policy)
     return verdict.effect is Effect.REQUIRE_APPROVAL
 
 
@@ -272,11 +275,9 @@ def _unfit(plan: CallPlan, outcome: PlanOutcome, request: ToolCallRequest) -> st
     """Why the call cannot run inline, or ``None``."""
     if outcome.ran or plan.activity is None:
         return None  # the plan ran it, or the parent itself asks (``ask_user``)
-    if policy.decide(plan.ceiling, request.policy, plan.tool, plan.capabilities).effect is (
-        Effect.DENY
-    ):
+    if policy.decide_plan(plan, request.policy).effect is (Effect.DENY):
         return None  # denied here, as a child would deny it
-    if policy.decide(plan.ceiling, None, plan.tool, plan.capabilities).effect is not Effect.ALLOW:
+    if policy.decide_plan(plan, None).effect is not Effect.ALLOW:
         return "needs the deployment's approval"
     if outcome.attestation is None:
         return "needs a tool activity and the deployment's plan did not attest it"

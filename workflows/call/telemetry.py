@@ -48,10 +48,15 @@ denied, responded, timed_out)."""
 APPROVAL_WAIT_BUCKETS = (1.0, 5.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 14400.0, 86400.0, 604800.0)
 """Seconds: approvals take from seconds to days."""
 WORKFLOW_METRICS = (CALLS, CALL_ERRORS, DECISIONS, APPROVAL_WAIT)
+SHADOW_DISAGREEMENTS = "toolcalls_policy_shadow_disagreements"
+"""Counter: calls where a shadow policy set would have decided otherwise than the effective
+decision, by ``tool`` and ``set``. Only a deployment with a shadow set counts it."""
+POLICY_METRICS = (SHADOW_DISAGREEMENTS,)
 _COUNTERS = {
     CALLS: "Tool calls that ended, by final status",
     CALL_ERRORS: "Tool calls that ended with an error, by error code",
     DECISIONS: "Approval decisions received, by channel and outcome",
+    SHADOW_DISAGREEMENTS: "Calls a shadow policy set would have decided otherwise",
 }
 """Each counter's description."""
 
@@ -86,9 +91,53 @@ def planned(call_id: str, plan: CallPlan) -> None:
     _span(SPAN_PLAN, call_id, plan.tool, plan.capabilities, side_effect=plan.side_effect.value)
 
 
-def decided(call_id: str, plan: CallPlan, effect: str) -> None:
-    """The policy's verdict on the call: allow, deny or require_approval."""
-    _span(SPAN_DECIDE, call_id, plan.tool, plan.capabilities, effect=effect)
+def decided(
+    call_id: str,
+    plan: CallPlan,
+    effect: str,
+    rules: Sequence[str] = (),
+    shadow: Sequence[tuple[str, str]] = (),
+) -> None:
+    """The policy's verdict on the call: allow, deny or require_approval.
+
+    With ``rules`` (what decided) and ``shadow`` (each shadow set's effect), for a call that
+    names a principal or runs under ``[[policies]]``, this is the decision log's entry: the
+    ``toolcalls.decide`` span's attributes and one log record, with the principal's id, the tool
+    and the digest; never argument values. A shadow effect that differs is counted.
+    """
+    principal = plan.principal.id if plan.principal is not None else None
+    logged = principal is not None or bool(plan.policies)
+    shadows = [f"{name}={value}" for name, value in shadow]
+    extra: dict[str, str | bool | float] = {"effect": effect}
+    if logged:
+        extra.update(rules="; ".join(rules), digest=plan.digest)
+        if principal is not None:
+            extra["principal"] = principal
+        if shadows:
+            extra["shadow"] = ", ".join(shadows)
+    _span(SPAN_DECIDE, call_id, plan.tool, plan.capabilities, **extra)
+    for name, value in shadow:
+        if value != effect:
+            _count(SHADOW_DISAGREEMENTS, {"tool": plan.tool, "set": name})
+    if not logged or not workflow.logger.isEnabledFor(logging.INFO):
+        return
+    disagree = [f"{name}={value}" for name, value in shadow if value != effect]
+    workflow.logger.info(
+        "%s call %s decided: %s%s",
+        plan.tool,
+        call_id,
+        effect,
+        f" (shadow disagrees: {', '.join(disagree)})" if disagree else "",
+        extra={
+            "tool": plan.tool,
+            "call_id": call_id,
+            "decision": effect,
+            "rules": list(rules),
+            "shadow": shadows,
+            "principal": principal,
+            "digest": plan.digest,
+        },
+    )
 
 
 def approval_requested(call_id: str, plan: CallPlan, request_id: str) -> None:

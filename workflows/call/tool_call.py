@@ -69,8 +69,7 @@ class ToolCallWorkflow(ApprovalFlow):
 
     async def _life(self) -> ToolCallResult:
         plan = await self._planned()
-        decision = policy.decide(plan.ceiling, self._request.policy, plan.tool, plan.capabilities)
-        telemetry.decided(self._call_id, plan, decision.effect.value)
+        decision = self._decided(plan)
         if decision.effect is Effect.DENY:
             reasons = "; ".join(decision.reasons())
             self._event(EventKind.POLICY_DENIED, reasons)
@@ -89,6 +88,34 @@ class ToolCallWorkflow(ApprovalFlow):
         if outcome is not None and outcome.ran and decision.effect is Effect.ALLOW:
             return self._ran_in_plan(plan, outcome)
         return await self._execute(plan)
+
+    def _decided(self, plan: CallPlan) -> policy.Decision:
+        """The call's effect: the capability policies and, for a plan with ``[[policies]]``
+        verdicts (recorded, never evaluated again), the enforced sets; logged with the shadow
+        sets' effects.
+
+        No ``workflow.patched`` here: the branch follows the recorded plan, and a plan made
+        before policy sets existed has no verdicts, so its history takes the old path. (A patch
+        marker right after the plan's local activity, in the same task, does not replay.)"""
+        if not plan.policies:
+            decision = policy.decide(
+                plan.ceiling, self._request.policy, plan.tool, plan.capabilities
+            )
+            telemetry.decided(self._call_id, plan, decision.effect.value, decision.reasons())
+            return decision
+        decision = policy.decide_plan(plan, self._request.policy)
+        shadow = [
+            (name, effect.value) for name, effect in policy.shadow(plan, self._request.policy)
+        ]
+        for name, effect in shadow:
+            if effect != decision.effect.value:
+                self._event(
+                    EventKind.SHADOW_DISAGREED,
+                    f"policy set {name} would decide {effect}, not {decision.effect.value}",
+                )
+        reasons = decision.reasons() or [v.reason() for v in plan.policies]
+        telemetry.decided(self._call_id, plan, decision.effect.value, reasons, shadow)
+        return decision
 
     def _ran_in_plan(self, plan: CallPlan, outcome: PlanOutcome) -> ToolCallResult:
         """The outcome of a pure tool the plan ran: the call costs one local activity."""
@@ -210,4 +237,5 @@ class ToolCallWorkflow(ApprovalFlow):
             pending_question=self._pending_question,
             events=list(self._events),
             result=self._result,
+            principal=self._request.principal.id if self._request.principal else None,
         )

@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from toolcalls.workflows.models.principal import Principal
+
 MAX_APPROVER_CHARS = 200
 MAX_REASON_CHARS = 2_000
 MAX_RESPONSE_CHARS = 4_000
@@ -87,6 +89,9 @@ class ApprovalRequest(_Model):
     """Longest standing grant a decision may create; ``None``: none."""
     respond: bool = True
     """Whether an approver may answer in place of the tool (a "respond" decision)."""
+    principal: Principal | None = None
+    """Whom the call acts for: a decision is for this principal's call only, and a grant it
+    makes approves only this principal's later calls."""
 
 
 class GrantScope(StrEnum):

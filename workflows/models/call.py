@@ -22,6 +22,8 @@ from toolcalls.workflows.models.approval import (
     ArgumentEdit,
 )
 from toolcalls.workflows.models.attest import Attestation
+from toolcalls.workflows.models.principal import Principal
+from toolcalls.workflows.models.verdict import PolicyVerdict
 
 WORKFLOW_NAME = "ToolCallWorkflow"
 PLAN_ACTIVITY = "toolcalls.plan"
@@ -176,6 +178,9 @@ class ToolCallRequest(_Model):
     """Task queue for the tool's activities; the deployment's choice when ``None``."""
     profile: str | None = None
     """A deployment profile (``[profiles.NAME]``): a tool outside it is denied at plan."""
+    principal: Principal | None = None
+    """Whom the call acts for (``toolcalls.workflows.models.principal``): a claim of whoever
+    starts the call."""
 
 
 class Verdict(_Model):
@@ -224,6 +229,10 @@ class CallPlan(_Model):
     """The profile's snapshot identity: a digest of its tools' definitions when planned."""
     visible_tools: list[str] | None = None
     """For a discovery tool: the tools this call may use (profile, policy and ceiling)."""
+    principal: Principal | None = None
+    policies: list[PolicyVerdict] = Field(default_factory=list)
+    """Each ``[[policies]]`` set's decision on the call, made once here (replay never evaluates
+    a policy again; a changed policy affects only new calls)."""
 
 
 class PlanInput(_Model):
@@ -239,6 +248,9 @@ class PlanInput(_Model):
     ``ToolCallWorkflow`` asks for it, a parent planning for its budget does not."""
     inline: bool = False
     """Attest the plan for the calling workflow run, which runs the call itself (inline)."""
+    principal: Principal | None = None
+    parent: str | None = None
+    """The parent workflow's id, for the policies' context."""
 
 
 class DefinitionsRequest(_Model):
@@ -328,6 +340,8 @@ class EventKind(StrEnum):
     NOTIFIED = "notified"
     NOTIFICATION_FAILED = "notification_failed"
     GRANT_LOOKUP_FAILED = "grant_lookup_failed"
+    SHADOW_DISAGREED = "shadow_disagreed"
+    """A shadow policy set would have decided the call otherwise (not enforced)."""
     STARTED = "started"
     CANCEL_REQUESTED = "cancel_requested"
     FINISHED = "finished"
@@ -363,6 +377,8 @@ class ToolCallResult(_Model):
     profile_digest: str | None = None
     """The profile's snapshot identity when the call was planned: which definitions it saw."""
     capabilities: list[str] = Field(default_factory=list)
+    principal: str | None = None
+    """The id of whom the call acted for."""
     events: list[CallEvent] = Field(default_factory=list)
     started_at: datetime
     finished_at: datetime
@@ -384,6 +400,8 @@ class CallState(_Model):
     pending_question: UserQuestion | None
     events: list[CallEvent]
     result: ToolCallResult | None
+    principal: str | None = None
+    """The id of whom the call acts for."""
 
 
 class Notification(_Model):

@@ -50,11 +50,16 @@ class Grant(_Model):
     attestation: Attestation | None = None
     """The deployment's word on these terms, for the run ``granted_in`` names (a grant made
     before attestations has none, and approves nothing)."""
+    principal: str | None = None
+    """The id of whom the granting call acted for: the grant approves only calls for the same
+    principal (``None``: only calls that name none)."""
 
 
 def grant_terms(grant: Grant) -> dict[str, Any]:
-    """What a grant's attestation covers: every term but the attestation itself."""
-    return grant.model_dump(mode="json", exclude={"attestation"})
+    """What a grant's attestation covers: every term but the attestation itself (and, for a
+    grant without a principal, that field, so grants made before it existed keep their terms)."""
+    exclude = {"attestation"} if grant.principal is not None else {"attestation", "principal"}
+    return grant.model_dump(mode="json", exclude=exclude)
 
 
 class GrantQuery(_Model):
@@ -66,6 +71,8 @@ class GrantQuery(_Model):
     parent_id: str | None
     approvers: list[str] | None
     """The names the call's rule allows; ``None``: anyone."""
+    principal: str | None = None
+    """The id of whom the call acts for."""
 
 
 class FoundGrant(_Model):

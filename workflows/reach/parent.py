@@ -71,6 +71,7 @@ from toolcalls.workflows.models.limits import (
     encoded_size,
     oversized_request,
 )
+from toolcalls.workflows.models.principal import Principal
 from toolcalls.workflows.reach.inline_host import InlineHost
 from toolcalls.workflows.reach.parent_parts import (
     MadeCall,
@@ -123,6 +124,7 @@ class ToolCalls:
         usage: BudgetUsage | None = None,
         profile: str | None = None,
         inline: bool = False,
+        principal: Principal | None = None,
     ) -> None:
         """Set what every call made through this object shares.
 
@@ -137,6 +139,7 @@ class ToolCalls:
             inline: run calls inside this workflow rather than as child workflows (see
                 ``toolcalls.workflows.call.inline``); ``call`` and ``call_many`` may choose
                 otherwise per call.
+            principal: whom every call that names none acts for.
         """
         self.task_queue = task_queue
         self.policy = policy
@@ -145,6 +148,7 @@ class ToolCalls:
         self.usage = usage or BudgetUsage()
         self.profile = profile
         self.inline = inline
+        self.principal = principal
         self._last_turn: asyncio.Event | None = None
         self._calls: dict[str, MadeCall] = {}
 
@@ -322,6 +326,8 @@ class ToolCalls:
             updates["policy"] = self.policy
         if request.profile is None and self.profile is not None:
             updates["profile"] = self.profile
+        if request.principal is None and self.principal is not None:
+            updates["principal"] = self.principal
         # "Not set" does not survive serialisation (every field is sent), so the standard default
         # stands for "not set".
         if request.approval_timeout == DEFAULT_APPROVAL_TIMEOUT:
@@ -341,6 +347,7 @@ class ToolCalls:
                     task_queue=request.task_queue,
                     profile=request.profile,
                     policy=request.policy,
+                    principal=request.principal,
                 ),
                 result_type=PlanOutcome,
                 task_queue=self.task_queue,

@@ -16,7 +16,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from toolcalls.workflows.models.call import CapabilityPolicy, Effect, Verdict
+from toolcalls.workflows.models.call import CallPlan, CapabilityPolicy, Effect, Verdict
+from toolcalls.workflows.models.verdict import PolicyMode, PolicyVerdict
 
 _RANK = {Effect.ALLOW: 0, Effect.REQUIRE_APPROVAL: 1, Effect.DENY: 2}
 
@@ -26,6 +27,7 @@ _RULE_KEY = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)*(\.\*)?")
 
 DEPLOYMENT = "deployment"
 REQUEST = "request"
+POLICIES = "policies"
 
 
 def strictest(effects: Iterable[Effect]) -> Effect:
@@ -85,11 +87,49 @@ def decide(
     request_policy: CapabilityPolicy | None,
     tool: str,
     capabilities: Sequence[str],
+    policies: Sequence[PolicyVerdict] = (),
 ) -> Decision:
-    """Combine the deployment's ceiling verdicts with the request's policy; strictest wins."""
+    """Combine the deployment's ceiling verdicts with the request's policy and the enforced
+    ``[[policies]]`` sets' verdicts; strictest wins. Shadow sets' verdicts are left out."""
     verdicts = list(ceiling)
     if request_policy is not None:
         verdicts += evaluate(request_policy, tool, capabilities, REQUEST)
+    verdicts += [as_verdict(v) for v in policies if v.mode is PolicyMode.ENFORCE]
     effect = strictest(v.effect for v in verdicts)
     deciding = tuple(v for v in verdicts if v.effect == effect != Effect.ALLOW)
     return Decision(effect=effect, deciding=deciding)
+
+
+def as_verdict(verdict: PolicyVerdict) -> Verdict:
+    """A policy set's verdict as one more verdict on the call: its rule names the deciding
+    policy ids (or the evaluation error, or that no policy permits the call)."""
+    if verdict.errors:
+        rule = "evaluation error"
+    elif verdict.policies:
+        rule = ", ".join(verdict.policies)
+    else:
+        rule = "no permit"
+    return Verdict(
+        subject=f"{POLICIES}:{verdict.name}",
+        effect=Effect(verdict.effect),
+        rule=rule,
+        source=POLICIES,
+    )
+
+
+def decide_plan(plan: CallPlan, request_policy: CapabilityPolicy | None) -> Decision:
+    """``decide`` for a plan: its ceiling, the request's policy and its policy sets' verdicts."""
+    return decide(plan.ceiling, request_policy, plan.tool, plan.capabilities, plan.policies)
+
+
+def shadow(plan: CallPlan, request_policy: CapabilityPolicy | None) -> list[tuple[str, Effect]]:
+    """Each shadow set's effect, had it been enforced, beside the effective decision."""
+    found = []
+    for verdict in plan.policies:
+        if verdict.mode is PolicyMode.SHADOW:
+            enforced = verdict.model_copy(update={"mode": PolicyMode.ENFORCE})
+            effect = decide(
+                plan.ceiling, request_policy, plan.tool, plan.capabilities, [enforced]
+            ).effect
+            found.append((verdict.name, effect))
+    return found

@@ -23,6 +23,7 @@ from toolcalls.workflows.models.call import (
     Effect,
     ToolCallRequest,
 )
+from toolcalls.workflows.models.principal import Principal
 from toolcalls.workflows.reach.client import ToolCallClient
 
 NEEDS_APPROVAL = CapabilityPolicy(tools={"calculator": Effect.REQUIRE_APPROVAL})
@@ -203,3 +204,26 @@ async def test_each_run_of_a_reused_workflow_id_links_to_its_own_page(
     missing = await bob.get(f"{call_path(workflow_id)}?run={uuid.uuid4()}")
     assert missing.status_code == 404
     assert "<h1>Not found</h1>" in missing.text
+
+
+async def test_a_call_page_says_whom_the_call_acts_for(
+    client: Client, deployment: Deployment, worker: None, visit: Visit
+) -> None:
+    handle = await client.start_workflow(
+        ToolCallWorkflow.run,
+        ToolCallRequest(
+            tool="calculator",
+            arguments={"expression": "2 + 2"},
+            policy=NEEDS_APPROVAL,
+            principal=Principal(id="<b>mallory</b>", attributes={"tenant": "acme"}),
+        ),
+        id=f"call-{uuid.uuid4()}",
+        task_queue=deployment.task_queue,
+    )
+    pending = await pending_approval(handle)
+    assert pending.principal is not None
+    alice = visit()
+    await alice.login("alice")
+    page = (await alice.get(call_path(handle.id))).text
+    assert _summary_row(page, "acts for") == "&lt;b&gt;mallory&lt;/b&gt;"
+    await handle.cancel()

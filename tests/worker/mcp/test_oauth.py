@@ -155,6 +155,8 @@ async def test_a_valid_token_calls_a_tool_and_its_subject_is_the_requester(
     history = json.dumps((await handle.fetch_history()).to_json_dict())
     assert token not in history
     assert token.split(".")[1] not in history
+    # The verified subject is also whom the call acts for (policies see it as the principal).
+    assert (await handle.result()).principal == principal
 
 
 async def test_a_token_s_scope_holds_it_to_its_profile(
