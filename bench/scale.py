@@ -72,7 +72,8 @@ from toolcalls.workflows.models.call import (
     Effect,
     ToolCallRequest,
 )
-from toolcalls.workflows.reach.client import WAITING_CALLS, ToolCallClient
+from toolcalls.workflows.reach.client import ToolCallClient
+from toolcalls.workflows.reach.pending import WAITING_CALLS
 
 ARGUMENTS = {"expression": "(18 + 6) / 3"}
 NEEDS_APPROVAL = CapabilityPolicy(tools={TOOL: Effect.REQUIRE_APPROVAL})

@@ -14,7 +14,7 @@ from temporalio.client import Client
 
 from tests.support.harness import make_config, pending_approval, running_worker, start_call
 from tests.worker.support import Done, command, pending_entry
-from toolcalls.workflows.reach.client import PAGE_TOKEN_TAG
+from toolcalls.workflows.reach.pending import PAGE_TOKEN_TAG
 
 REFUSED = "toolcalls: pending: --page-token: not a token a previous page gave, or cut short\n"
 

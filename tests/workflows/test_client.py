@@ -50,7 +50,6 @@ from toolcalls.workflows.models.call import (
 )
 from toolcalls.workflows.models.limits import PAYLOAD_LIMIT_BYTES, encoded_size
 from toolcalls.workflows.reach.client import (
-    PAGE_TOKEN_TAG,
     CallConflict,
     Delivery,
     PageTokenError,
@@ -58,6 +57,7 @@ from toolcalls.workflows.reach.client import (
     ToolCallClient,
 )
 from toolcalls.workflows.reach.keyless import KeylessCodec
+from toolcalls.workflows.reach.pending import PAGE_TOKEN_TAG
 
 ZLIB = b"binary/zlib"
 PROBE = timedelta(seconds=2)

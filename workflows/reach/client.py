@@ -15,10 +15,7 @@ codec included, and refused before they are sent when Temporal would refuse them
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import uuid
-import zlib
 from datetime import timedelta
 from typing import Any
 
@@ -42,7 +39,6 @@ from toolcalls.workflows.models.call import (
     MEMO_PENDING_APPROVAL,
     MEMO_PENDING_QUESTION,
     SEARCH_CAPABILITIES,
-    SEARCH_INLINE_WAITING,
     SEARCH_STATUS,
     SEARCH_TOOL,
     WORKFLOW_NAME,
@@ -83,30 +79,24 @@ from toolcalls.workflows.reach.client_base import (
 )
 from toolcalls.workflows.reach.finished import list_finished
 from toolcalls.workflows.reach.grant_client import list_grants, revoke_grant
+from toolcalls.workflows.reach.pending import (
+    DEFAULT_PAGE_SIZE,
+    MAX_PAGE_SIZE,
+    PageTokenError,
+    list_pending,
+    pending_page,
+)
 from toolcalls.workflows.reach.reconcile import NotReconcilable, reconcile_call, recorded_answer
-from toolcalls.workflows.reach.waiting import waiting_calls
 
 PLAN_WAIT = timedelta(seconds=30)
 """How long ``planned`` waits for a worker that serves the call to plan it."""
 DEFINITIONS_WAIT = timedelta(seconds=30)
 """How long ``definitions`` waits for a worker of the deployment to answer."""
 PLAN_POLL_SECONDS = 0.2
-DEFAULT_PAGE_SIZE = 100
-MAX_PAGE_SIZE = 1_000
-WAITING_CALLS = (
-    f'WorkflowType = "{WORKFLOW_NAME}" AND '
-    f'{SEARCH_STATUS.name} IN ("{Phase.AWAITING_APPROVAL.value}", "{Phase.AWAITING_ANSWER.value}")'
-)
-"""Calls waiting for a human: their ``ToolCallWorkflow``s."""
-WAITING_PARENTS = f"{SEARCH_INLINE_WAITING.name} > 0"
-"""Parents whose inline calls wait for a human (the memo lists them)."""
-PENDING_QUERY = f'ExecutionStatus = "Running" AND (({WAITING_CALLS}) OR {WAITING_PARENTS})'
-PAGE_TOKEN_TAG = b"toolcalls-pending:2:"
-"""Begins a ``pending_page`` token: then the listing's total, a checksum of the server's token
-and the server's token itself."""
-
 
 __all__ = [
+    "DEFAULT_PAGE_SIZE",
+    "MAX_PAGE_SIZE",
     "CallConflict",
     "CallNotFound",
     "CallView",
@@ -250,12 +240,7 @@ class ToolCallClient(ClientBase):
     async def pending(self, *, limit: int = 100) -> list[PendingCall]:
         """Calls waiting for an approval or an answer, newest first; no worker needed. Inline
         calls are listed from their parent's memo, at the parent's place in the order."""
-        found: list[PendingCall] = []
-        async for execution in self.client.list_workflows(PENDING_QUERY, limit=limit):
-            found += await waiting_calls(execution)
-            if len(found) >= limit:
-                break
-        return found[:limit]
+        return await list_pending(self.client, limit=limit)
 
     async def finished(self, *, limit: int = 50) -> list[FinishedCall]:
         """Calls that have ended, the most recently closed first (visibility: no worker needed)."""
@@ -272,45 +257,13 @@ class ToolCallClient(ClientBase):
         self, *, page_size: int = DEFAULT_PAGE_SIZE, page_token: str | None = None
     ) -> PendingPage:
         """One page of the calls waiting for a human, with how many wait in all and the token of
-        the next page (``None`` on the last). A page holds ``page_size`` workflows: a parent
-        brings all its waiting inline calls, so a page may hold more calls than that. The total
-        counts every call, so it reads the count of each parent whose inline calls wait.
-
-        The total is counted for the first page and carried by the tokens of the pages after it:
-        a count reads every waiting call, so counting for each page would make listing them all
-        cost the square of their number. A page read with a token shows the total as it was when
-        the listing began.
+        the next page (``None`` on the last): ``toolcalls.workflows.reach.pending.pending_page``.
 
         Raises:
             ValueError: ``page_size`` is not 1-1000.
             PageTokenError: ``page_token`` is not one a page gave (nothing reaches the server).
         """
-        if not 1 <= page_size <= MAX_PAGE_SIZE:
-            raise ValueError(f"page_size must be 1-{MAX_PAGE_SIZE}")
-        token, total = _read_page_token(page_token) if page_token else (None, None)
-        listing = self.client.list_workflows(
-            PENDING_QUERY, page_size=page_size, next_page_token=token
-        )
-        await listing.fetch_next_page()
-        calls = [c for e in listing.current_page or [] for c in await waiting_calls(e)]
-        if total is None:
-            total = await self._waiting_total()
-        following = listing.next_page_token
-        return PendingPage(
-            calls=calls,
-            total=total,
-            next_page_token=_page_token(following, total) if following else None,
-        )
-
-    async def _waiting_total(self) -> int:
-        counted = await self.client.count_workflows(
-            f'ExecutionStatus = "Running" AND {WAITING_CALLS}'
-        )
-        total = counted.count
-        parents = f'ExecutionStatus = "Running" AND {WAITING_PARENTS}'
-        async for parent in self.client.list_workflows(parents):
-            total += parent.typed_search_attributes.get(SEARCH_INLINE_WAITING) or 0
-        return total
+        return await pending_page(self.client, page_size=page_size, page_token=page_token)
 
     async def status(self, workflow_id: str) -> CallView:
         """The call's state: from the worker when one serves it, else from describe and history."""
@@ -410,42 +363,6 @@ class ToolCallClient(ClientBase):
     async def revoke_grant(self, grant_id: str, *, by: str = "", reason: str | None = None) -> None:
         """End a standing grant now; later calls it would have approved ask a human again."""
         await revoke_grant(self.client, grant_id, Revocation(by=by, reason=reason))
-
-
-class PageTokenError(ValueError):
-    """A ``page_token`` that no ``pending_page`` gave, or a damaged copy of one."""
-
-
-def _page_token(server_token: bytes, total: int) -> str:
-    """The next page's token: the server's, with the total counted for the first page and a
-    checksum that lets a damaged copy be refused before the server sees it."""
-    head = f"{total}:{zlib.crc32(server_token):08x}:".encode()
-    return base64.urlsafe_b64encode(PAGE_TOKEN_TAG + head + server_token).decode()
-
-
-def _read_page_token(page_token: str) -> tuple[bytes, int]:
-    """The server's token and the carried total.
-
-    Only a token ``pending_page`` gave is sent to the server: it answers anything else (a typo, a
-    truncated copy) with an internal error that the client retries for seconds.
-
-    Raises:
-        PageTokenError: the token is not one that ``pending_page`` returned, or it was damaged.
-    """
-    try:
-        raw = base64.b64decode(page_token.encode(), altchars=b"-_", validate=True)
-    except (binascii.Error, ValueError):
-        raw = b""
-    total, _, rest = raw.removeprefix(PAGE_TOKEN_TAG).partition(b":")
-    checksum, _, server_token = rest.partition(b":")
-    if not (
-        raw.startswith(PAGE_TOKEN_TAG)
-        and total.isdigit()
-        and server_token
-        and checksum == f"{zlib.crc32(server_token):08x}".encode()
-    ):
-        raise PageTokenError("not a token a previous page gave, or cut short")
-    return server_token, int(total)
 
 
 async def _metadata(description: WorkflowExecutionDescription) -> dict[str, str]:
