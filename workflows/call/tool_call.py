@@ -96,7 +96,8 @@ class ToolCallWorkflow(ApprovalFlow):
 
         No ``workflow.patched`` here: the branch follows the recorded plan, and a plan made
         before policy sets existed has no verdicts, so its history takes the old path. (A patch
-        marker right after the plan's local activity, in the same task, does not replay.)"""
+        tried here failed the ``cedar_approved`` replay with TMPRL1100; its cause was not
+        established.)"""
         if not plan.policies:
             decision = policy.decide(
                 plan.ceiling, self._request.policy, plan.tool, plan.capabilities
