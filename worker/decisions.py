@@ -14,6 +14,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from pydantic import ValidationError
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
@@ -37,7 +38,11 @@ async def decisions(client: Client, since: timedelta, limit: int) -> list[dict[s
     found = []
     async for execution in client.list_workflows(query, limit=limit):
         handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
-        entry = await _decision(client, await handle.fetch_history())
+        history = await handle.fetch_history()
+        try:
+            entry = await _decision(client, history)
+        except Exception as error:  # one unreadable history is shown as such, not fatal
+            entry = _unreadable(error)
         entry.update(
             workflow_id=execution.id,
             started_at=execution.start_time.isoformat(),
@@ -88,6 +93,15 @@ async def _decision(client: Client, history: Any) -> dict[str, Any]:
         digest=plan.digest,
     )
     return entry
+
+
+def _unreadable(error: Exception) -> dict[str, Any]:
+    """The entry of a call whose history this process cannot decode: its payloads are encrypted
+    under keys it lacks, or its input is not a request this version reads."""
+    first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    if isinstance(error, ValidationError):
+        first = f"input is not a request this version reads ({error.error_count()} errors)"
+    return {"tool": None, "principal": None, "effect": "unreadable", "rules": [first], "shadow": []}
 
 
 def decisions_text(found: list[dict[str, Any]]) -> str:

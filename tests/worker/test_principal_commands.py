@@ -3,6 +3,7 @@ real worker with a real Cedar policy."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import uuid
@@ -11,7 +12,11 @@ from pathlib import Path
 from temporalio.client import Client
 
 from tests.support.harness import make_config, running_worker
+from tests.support.payloads import keys
 from tests.worker.support import command, one_line, toolcalls
+from toolcalls.worker.payloads.codec import EncryptionCodec
+from toolcalls.worker.payloads.keys import parse_keys
+from toolcalls.workflows.models.call import WORKFLOW_NAME, ToolCallRequest
 
 POLICY = """@id("everyone")
 permit(principal, action, resource);
@@ -63,6 +68,43 @@ async def test_call_as_a_principal_and_list_the_decisions(
     assert entries[bobs]["principal"] == "bob"
     assert entries[alices]["policies"][0]["policies"] == ["everyone"]
     assert "token" not in as_json.stdout  # never argument values
+
+
+async def test_an_unreadable_history_is_listed_as_such_and_the_rest_still_print(
+    client: Client, task_queue: str, address: str, tmp_path: Path
+) -> None:
+    """A run named ToolCallWorkflow whose input is not a request, and one whose payloads are
+    sealed under a key this process lacks: both listed ``unreadable`` with the reason (one
+    line each), and the readable call beside them still shows its decision."""
+    foreign, sealed, real = (f"{kind}-{uuid.uuid4()}" for kind in ("foreign", "sealed", "real"))
+    elsewhere = f"{task_queue}-nobody"  # no worker: the runs stay started and are never read
+    await client.start_workflow(
+        WORKFLOW_NAME, {"not": "a request"}, id=foreign, task_queue=elsewhere
+    )
+    codec = EncryptionCodec(parse_keys(keys("k1"), "test"))
+    locked = Client(
+        client.service_client,
+        namespace=client.namespace,
+        data_converter=dataclasses.replace(client.data_converter, payload_codec=codec),
+    )
+    request = ToolCallRequest(tool="calculator", arguments={"expression": "1+1"}, call_id="c")
+    await locked.start_workflow(WORKFLOW_NAME, request, id=sealed, task_queue=elsewhere)
+    async with running_worker(client, make_config(task_queue)):
+        done = await command(
+            tmp_path, address, "call", "calculator", '{"expression": "2+2"}', "--id", real,
+            "--task-queue", task_queue,
+        )  # fmt: skip
+    assert done.code == 0, done.stderr
+    listed = await command(tmp_path, address, "decisions", "--since", "10m", "--limit", "200")
+    assert listed.code == 0, listed.stderr
+    lines = {line.split()[1]: line for line in listed.stdout.splitlines()}
+    assert " unreadable " in lines[foreign]
+    assert "not a request this version reads" in lines[foreign]
+    assert " unreadable " in lines[sealed]
+    assert "key 'k1'" in lines[sealed]
+    assert " calculator  allow " in lines[real]
+    for handle in (client.get_workflow_handle(foreign), client.get_workflow_handle(sealed)):
+        await handle.terminate("test done")
 
 
 async def test_a_malformed_principal_is_a_usage_error(address: str, tmp_path: Path) -> None:
