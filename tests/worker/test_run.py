@@ -26,6 +26,7 @@ from toolcalls.worker.devserver import temporal_binary
 from toolcalls.worker.run import StartupError, build_worker, ensure_search_attributes, serve
 from toolcalls.workflows.call.definitions import DefinitionsWorkflow
 from toolcalls.workflows.call.grants import GrantWorkflow
+from toolcalls.workflows.call.ledger import QuotaLedgerWorkflow
 from toolcalls.workflows.call.marker import EncryptsMarkerWorkflow
 from toolcalls.workflows.call.reconcile import ToolCallReconcileWorkflow
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
@@ -291,4 +292,5 @@ async def test_worker_options_come_from_the_config(client: Client, task_queue: s
         DefinitionsWorkflow,
         ToolCallReconcileWorkflow,
         EncryptsMarkerWorkflow,
+        QuotaLedgerWorkflow,
     ]
