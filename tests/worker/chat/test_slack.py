@@ -5,6 +5,7 @@ decides nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from temporalio.api.enums.v1 import EventType
@@ -26,11 +27,13 @@ from tests.worker.chat.support import (
     text_of,
 )
 from toolcalls.worker.chat.slack.blocks import APPROVE, DENY, REPLY
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.call import (
     CallStatus,
     CapabilityPolicy,
     Effect,
     ErrorCode,
+    EventKind,
 )
 from toolcalls.workflows.reach.client import ToolCallClient
 
@@ -249,7 +252,9 @@ async def test_a_stale_button_answers_with_the_current_state(
     assert not has_buttons(update)
     told = slack.sent("chat.postEphemeral")[-1]
     assert told["text"].startswith("Nothing was done: the call has ended: denied")
-    assert (await decided.result()).approval.approver == "bob"  # type: ignore[union-attr]
+    ended = await decided.result()
+    assert ended.approval is not None
+    assert ended.approval.approver == "bob"
 
     edited = await waiting_calculator(client, deployment.task_queue)
     message = await slack.wait_for("chat.postMessage", 2)
@@ -267,3 +272,23 @@ async def test_a_stale_button_answers_with_the_current_state(
     result = await edited.result()
     assert result.status is CallStatus.COMPLETED
     assert result.output["result"] == 48
+
+
+async def test_a_channel_slack_refuses_is_an_event_and_the_call_still_waits(
+    client: Client, deployment: Deployment, worker: None, slack: FakeSlack
+) -> None:
+    slack.fail["chat.postMessage"] = "not_in_channel"
+    handle = await waiting_calculator(client, deployment.task_queue)
+    loop_until = time.monotonic() + 20
+    while True:
+        state = await handle.query(ToolCallWorkflow.status)
+        failed = [e for e in state.events if e.kind is EventKind.NOTIFICATION_FAILED]
+        if failed or time.monotonic() > loop_until:
+            break
+        await asyncio.sleep(0.2)
+    assert [e.message for e in failed] == [
+        "waiting to slack: configuration_error: notify: slack: chat.postMessage: not_in_channel"
+    ]
+    # Only the deployment can mend it: tried once, not retried.
+    assert len(slack.sent("chat.postMessage")) == 1
+    assert (await pending_approval(handle)).approved_by == []
