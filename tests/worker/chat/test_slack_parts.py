@@ -5,6 +5,7 @@ secrets, and Slack's errors mapped for the notify activity."""
 from __future__ import annotations
 
 import hmac
+import re
 import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +21,13 @@ from tests.worker.chat.support import (
     FakeSlack,
     deployment_toml,
 )
-from toolcalls.worker.chat.slack import RequestVerifier, SlackAPI, SlackError, slack_signature
+from toolcalls.worker.chat.slack import (
+    PATH,
+    RequestVerifier,
+    SlackAPI,
+    SlackError,
+    slack_signature,
+)
 from toolcalls.worker.chat.slack.blocks import (
     MAX_BLOCKS,
     SECTION_TEXT_MAX,
@@ -192,3 +199,15 @@ async def test_slack_errors_say_whether_a_retry_can_help() -> None:
     with pytest.raises(SlackError, match=f"\\${BOT_ENV} is not set") as raised:
         await unset.post_message("C0APPROVALS", "text", [])
     assert raised.value.setup
+
+
+def test_the_documented_manifest_points_slack_at_the_endpoint_with_chat_write() -> None:
+    import yaml
+
+    page = (Path(__file__).parents[3] / "docs" / "approvals.md").read_text(encoding="utf-8")
+    [manifest] = re.findall(r"```yaml\n(.*?)```", page, re.S)
+    settings = yaml.safe_load(manifest)
+    url = settings["settings"]["interactivity"]["request_url"]
+    assert url.endswith(PATH)
+    assert settings["settings"]["interactivity"]["is_enabled"] is True
+    assert settings["oauth_config"]["scopes"]["bot"] == ["chat:write"]
