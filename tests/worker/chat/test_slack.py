@@ -150,6 +150,15 @@ async def test_bad_signature_old_timestamp_and_replay_are_refused(
     assert old.status_code == 401
     assert old.text == "slack: the request's timestamp is more than five minutes away"
 
+    huge = b"payload=" + b"x" * 1_100_000
+    assert (await interactions.post(huge, signed_headers(huge))).status_code == 413
+    not_a_form = b'{"type": "block_actions"}'
+    malformed = await interactions.post(not_a_form, signed_headers(not_a_form))
+    assert (malformed.status_code, malformed.text) == (
+        400,
+        "slack: the body is not a form with one payload",
+    )
+
     foreign = form_body(click(message, "1.000001", APPROVE, USERS["alice"], team="T0OTHER"))
     from_elsewhere = await interactions.post(foreign, signed_headers(foreign))
     assert from_elsewhere.status_code == 403

@@ -117,14 +117,18 @@ class SlackInteractions:
         return Response(status_code=200)
 
     async def _payload(self, request: Request) -> dict[str, Any]:
-        declared = request.headers.get("content-length")
-        if declared is None or not declared.isdigit() or int(declared) > MAX_BODY_BYTES:
-            raise Refused(413, f"slack: a request must say its length, at most {MAX_BODY_BYTES}")
-        body = await request.body()
-        if len(body) > MAX_BODY_BYTES:
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
             raise Refused(413, f"slack: a request is at most {MAX_BODY_BYTES} bytes")
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_BODY_BYTES:
+                raise Refused(413, f"slack: a request is at most {MAX_BODY_BYTES} bytes")
         headers = request.headers
-        self.verifier.verify(headers.get(TIMESTAMP_HEADER), headers.get(SIGNATURE_HEADER), body)
+        self.verifier.verify(
+            headers.get(TIMESTAMP_HEADER), headers.get(SIGNATURE_HEADER), bytes(body)
+        )
         try:
             [text] = parse_qs(body.decode(), strict_parsing=True)["payload"]
             payload = json.loads(text)
