@@ -32,6 +32,7 @@ from typing import TextIO
 from toolcalls.activities.family import Extra
 from toolcalls.worker.arguments import EXIT_OK, EXIT_USAGE, CommandError
 from toolcalls.worker.chat.slack import (
+    PATH as SLACK_PATH,
     RequestVerifier,
     SlackAPI,
     SlackInteractions,
@@ -118,6 +119,8 @@ class Plan:
             how = f"users named by {section.proxy_header} from {', '.join(section.trusted_proxies)}"
         else:
             how = f"{len(section.users)} accounts from [[inbox.users]]"
+        if self.slack is not None:
+            how += f"; Slack interactions at {self.url}{SLACK_PATH}"
         return f"inbox at {self.url}; {how}"
 
 

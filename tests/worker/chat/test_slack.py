@@ -8,11 +8,12 @@ from __future__ import annotations
 import asyncio
 import time
 
+import httpx
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from tests.support.harness import Handle, history_types, pending_approval, start_call
-from tests.worker.chat.conftest import Deployment, Interactions
+from tests.worker.chat.conftest import ENVIRON, Deployment, Interactions
 from tests.worker.chat.support import (
     CHANNEL,
     UNMAPPED,
@@ -26,7 +27,11 @@ from tests.worker.chat.support import (
     submission,
     text_of,
 )
+from tests.worker.inbox.support import fast_hash
+from tests.worker.support import free_port
 from toolcalls.worker.chat.slack.blocks import APPROVE, DENY, REPLY
+from toolcalls.worker.config import load_config
+from toolcalls.worker.inbox.serve import plan, serve
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.call import (
     CallStatus,
@@ -162,6 +167,7 @@ async def test_bad_signature_old_timestamp_and_replay_are_refused(
     foreign = form_body(click(message, "1.000001", APPROVE, USERS["alice"], team="T0OTHER"))
     from_elsewhere = await interactions.post(foreign, signed_headers(foreign))
     assert from_elsewhere.status_code == 403
+    assert from_elsewhere.text == "slack: the request is not from workspace T0EXAMPLE"
     await assert_nothing_decided(handle)
     assert slack.sent("chat.update") == []
     assert slack.sent("chat.postEphemeral") == []
@@ -301,3 +307,34 @@ async def test_a_channel_slack_refuses_is_an_event_and_the_call_still_waits(
     # Only the deployment can mend it: tried once, not retried.
     assert len(slack.sent("chat.postMessage")) == 1
     assert (await pending_approval(handle)).approved_by == []
+
+
+async def test_toolcalls_inbox_serves_the_endpoint_from_the_file(
+    deployment: Deployment, calls: ToolCallClient
+) -> None:
+    """``toolcalls inbox``'s own serving path: the plan from the file and the environment, the
+    endpoint on the inbox's port, its refusal of an unsigned request."""
+    port = free_port()
+    listen = f"127.0.0.1:{port}"
+    users = '[[inbox.users]]\nname = "alice"\npassword_hash = "' + fast_hash("pw") + '"\n'
+    deployment.path.write_text(deployment.path.read_text() + users)
+    settled = plan(load_config(deployment.path), ENVIRON, listen=listen)
+    stop = asyncio.Event()
+    announced: list[str] = []
+    serving = asyncio.ensure_future(serve(settled, calls, stop, announce=announced.append))
+    while not announced:
+        assert not serving.done(), serving
+        await asyncio.sleep(0.05)
+    assert announced[0].endswith(f"; Slack interactions at http://{listen}/slack/interactions")
+    async with httpx.AsyncClient(base_url=f"http://{listen}") as http:
+        body = b"payload=%7B%7D"
+        unsigned = await http.post("/slack/interactions", content=body)
+        signed = await http.post("/slack/interactions", content=body, headers=signed_headers(body))
+    stop.set()
+    await serving
+    assert (unsigned.status_code, unsigned.text) == (401, "slack: the request is not signed")
+    # Signed, so taken as far as the workspace check: ``{}`` names none.
+    assert (signed.status_code, signed.text) == (
+        403,
+        "slack: the request is not from workspace T0EXAMPLE",
+    )

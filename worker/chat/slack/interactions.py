@@ -138,7 +138,7 @@ class SlackInteractions:
             raise Refused(400, "slack: the payload is not a JSON object")
         team = _get(payload, "team", "id") or _get(payload, "user", "team_id")
         if self.section.team_id is not None and team != self.section.team_id:
-            raise Refused(403, f"slack: the request is from another workspace ({team})")
+            raise Refused(403, f"slack: the request is not from workspace {self.section.team_id}")
         return payload
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
