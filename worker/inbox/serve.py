@@ -238,7 +238,10 @@ async def serve(
     """Serve the inbox until ``stop`` is set; ``announce`` gets its URL once it listens."""
     sock = bind(plan_.section.listen)
     try:
-        await _Server(plan_, calls).serve(sock, stop, lambda: announce(plan_.announcement()))
+        server = _Server(plan_, calls)
+        await server.serve(sock, stop, lambda: announce(plan_.announcement()))
+        if server.slack is not None:
+            await server.slack.idle()  # clicks already answered are decided before it stops
     finally:
         sock.close()
 
