@@ -47,6 +47,7 @@ from toolcalls.activities.cedar.judge import judged
 from toolcalls.activities.definitions import DEFINITION_FORMATS
 from toolcalls.activities.errors import invalid_arguments, tool_error
 from toolcalls.activities.limits import MAX_PAYLOAD_BYTES
+from toolcalls.activities.quotas import QuotaSettings, charged
 from toolcalls.activities.running import ToolMethod, call_tool, expected_failures, failure_of
 from toolcalls.activities.spec import ToolSpec
 from toolcalls.workflows.models.approval import Prepared
@@ -94,6 +95,7 @@ class ToolRuntime:
         codec: PayloadCodec | None = None,
         attestor: Attestor | None = None,
         policy_sets: Sequence[PolicySet] = (),
+        quotas: Sequence[QuotaSettings] = (),
     ) -> None:
         """``approvers`` and ``webhooks`` (names) go into every plan: who may decide a call, and
         whom to tell that it waits. ``result_bytes``: the most a result or preview may be,
@@ -112,6 +114,8 @@ class ToolRuntime:
         self.attestor = attestor or Attestor.ephemeral()
         self.policy_sets = tuple(policy_sets)
         """The ``[[policies]]`` sets, loaded at start; their verdicts go into each plan."""
+        self.quotas = tuple(quotas)
+        """The ``[[quotas]]``; the ones a call is charged to go into its plan."""
 
     def _instance(self, spec: ToolSpec) -> object:
         assert spec.implementation is not None
@@ -129,6 +133,7 @@ class ToolRuntime:
                 input, self.ceiling, local, self.approvers, self.webhooks
             )
             outcome = judged(outcome, input, self.policy_sets, self.approvers)
+            outcome = charged(outcome, input.principal, self.quotas)
             if outcome.plan is not None:
                 attestation = self._plan_attestation(input, outcome.plan)
                 if attestation is not None:
@@ -393,5 +398,7 @@ def _runs_in_plan(plan: CallPlan, input: PlanInput) -> bool:
     """An allowed pure tool the workflow worker runs locally: the plan can run it at once."""
     if plan.activity is None or not plan.activity.local or plan.side_effect is not SideEffect.PURE:
         return False
+    if plan.quotas:
+        return False  # its units are reserved by the workflow before it may run
     decision = policy.decide_plan(plan, input.policy)
     return decision.effect is Effect.ALLOW

@@ -366,6 +366,32 @@ async def cedar_denied(client: Client, queue: str) -> Handle:
     return await start_call(client, queue, "probe_write", {"token": "d"}, principal=bob)
 
 
+async def quota_reserved(client: Client, queue: str) -> Handle:
+    who = Principal(id=f"quota-{uuid.uuid4().hex[:8]}")
+    return await start_call(client, queue, "calculator", {"expression": "1+1"}, principal=who)
+
+
+async def quota_exceeded(client: Client, queue: str) -> Handle:
+    """The second call of one principal against a quota of one."""
+    who = Principal(id=f"quota-{uuid.uuid4().hex[:8]}")
+    first = await start_call(client, queue, "calculator", {"expression": "1+1"}, principal=who)
+    await first.result()
+    return await start_call(client, queue, "calculator", {"expression": "2+2"}, principal=who)
+
+
+async def quota_released(client: Client, queue: str) -> Handle:
+    """A denied approval gives its unit back."""
+    who = Principal(id=f"quota-{uuid.uuid4().hex[:8]}")
+    handle = await start_call(client, queue, "probe_write", {"token": "q"}, principal=who)
+    pending = await _pending(handle)
+    denial = DecisionInput(request_id=pending.request_id, digest=pending.digest, approver="ann")
+    await handle.signal(ToolCallWorkflow.deny, denial)
+    return handle
+
+
+QUOTA_SECTIONS = {
+    "quotas": [{"name": "calls", "limit": 1, "window": "1h"}],
+}
 APPROVERS = {
     "groups": {"ops": ["alice", "bob"], "security": ["carol"]},
     "max_grant_seconds": 3600,
@@ -404,6 +430,9 @@ SECTIONS: dict[str, dict[str, Any]] = {
     "granted": {"approvers": APPROVERS},
     "cedar_approved": CEDAR_SECTIONS,
     "cedar_denied": CEDAR_SECTIONS,
+    "quota_reserved": QUOTA_SECTIONS,
+    "quota_exceeded": QUOTA_SECTIONS,
+    "quota_released": QUOTA_SECTIONS,
     "identity_counted_twice_before_patch": {
         "approvers": {"rules": {"filesystem.write": {"min_approvals": 2}}}
     },
@@ -453,6 +482,10 @@ SCENARIOS: dict[str, Scenario] = {
     "principal_approved": principal_approved,
     "cedar_approved": cedar_approved,
     "cedar_denied": cedar_denied,
+    # Since [[quotas]] reserve units on ledger workflows.
+    "quota_reserved": quota_reserved,
+    "quota_exceeded": quota_exceeded,
+    "quota_released": quota_released,
 }
 WITHOUT_PATCH = {"identity_counted_twice_before_patch": IDENTITY_PATCH}
 """Recordings of the path before a patch: their worker leaves that patch off, as old code did."""
@@ -491,6 +524,9 @@ EXPECTED_STATUS = {
     "principal_approved": "completed",
     "cedar_approved": "completed",
     "cedar_denied": "denied",
+    "quota_reserved": "completed",
+    "quota_exceeded": "denied",
+    "quota_released": "denied",
 }
 """The status each recorded history ends with; the replay test checks the files against it."""
 

@@ -25,6 +25,7 @@ from toolcalls.activities.cedar import PolicyError, PolicySet, PolicySetSettings
 from toolcalls.activities.families import BUILTIN_FAMILIES
 from toolcalls.activities.family import AnyFamily, Deployment, Family, FamilySettings, needs
 from toolcalls.activities.notifications import NotificationsSettings
+from toolcalls.activities.quotas.settings import MAX_QUOTAS, QuotaSettings
 from toolcalls.activities.spec import Timeouts, ToolSpec
 from toolcalls.worker.chat.slack.settings import TARGET as SLACK_TARGET, SlackSection
 from toolcalls.worker.inbox.settings import InboxSection, inbox_problems
@@ -73,6 +74,8 @@ class BaseConfig(_Section):
     """Who may approve what; without the section anyone may decide, as one approver."""
     policies: list[PolicySetSettings] = Field(default_factory=list)
     """``[[policies]]``: Cedar policy sets evaluated at each call's plan (docs/policy.md)."""
+    quotas: list[QuotaSettings] = Field(default_factory=list, max_length=MAX_QUOTAS)
+    """``[[quotas]]``: limits on the calls that may execute, per principal (docs/policy.md)."""
     notifications: NotificationsSettings = Field(default_factory=NotificationsSettings)
     activities: ActivitiesSection = Field(default_factory=ActivitiesSection)
     dev: DevSection = Field(default_factory=DevSection)

@@ -43,6 +43,7 @@ PASSTHROUGH_MODULES = (
     "toolcalls.workflows.models.reply",
     "toolcalls.workflows.models.principal",
     "toolcalls.workflows.models.verdict",
+    "toolcalls.workflows.models.quota",
     "toolcalls.workflows.rules.policy",
     "pydantic",
     "pydantic_core",

@@ -33,6 +33,7 @@ from toolcalls.activities.families import BUILTIN_FAMILIES
 from toolcalls.activities.family import AnyFamily, Resources
 from toolcalls.activities.grants import GrantFinder
 from toolcalls.activities.notifications import Notifier
+from toolcalls.activities.quotas import QuotaLedgers
 from toolcalls.activities.runtime import ToolRuntime
 from toolcalls.worker.attestation import deployment_attestor
 from toolcalls.worker.chat.slack import TARGET as SLACK_TARGET, SlackAPI, SlackChannel
@@ -53,6 +54,7 @@ from toolcalls.worker.telemetry.tracing import (
 )
 from toolcalls.workflows.call.definitions import DefinitionsWorkflow
 from toolcalls.workflows.call.grants import GrantWorkflow
+from toolcalls.workflows.call.ledger import QuotaLedgerWorkflow
 from toolcalls.workflows.call.marker import EncryptsMarkerWorkflow
 from toolcalls.workflows.call.reconcile import ToolCallReconcileWorkflow
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
@@ -65,6 +67,7 @@ OWN_WORKFLOWS = (
     DefinitionsWorkflow,
     ToolCallReconcileWorkflow,
     EncryptsMarkerWorkflow,
+    QuotaLedgerWorkflow,
 )
 """The workflows this plugin adds to a worker."""
 
@@ -216,6 +219,7 @@ class ToolCallsPlugin(SimplePlugin):
             attestor=attestor,
             instances={**built, **self._instances},
             policy_sets=policy_sets(deployment) if served.plan else (),
+            quotas=deployment.quotas,
         )
         activities = runtime.tool_activities(served.tools)
         if served.plan:
@@ -224,6 +228,7 @@ class ToolCallsPlugin(SimplePlugin):
         if served.workflows:
             # The workflow's own helpers: the standing-grant lookup and the notifications.
             activities += GrantFinder(client, attestor).activities()
+            activities += QuotaLedgers(client).activities()
             activities += Notifier(
                 deployment.notifications,
                 namespace=client.namespace,

@@ -87,6 +87,16 @@ def test_a_policy_denial_names_the_rule_and_that_nothing_ran() -> None:
     )
 
 
+def test_a_quota_denial_says_when_to_try_again_and_that_nothing_ran() -> None:
+    message = "send_email: quota sends exceeded: 2 of 2 per 1h used by alice; try again after X"
+    error = ToolError(code=ErrorCode.QUOTA_EXCEEDED, message=message, retryable=True, retry_at=NOW)
+    reply = model_reply(result(CallStatus.DENIED, error=error))
+    assert reply.text == f"denied: quota_exceeded: {message} (retryable)\nthe tool did not run"
+    assert reply.data["error"]["retry_at"] == "2026-12-05T09:30:00Z"
+    assert reply.is_error
+    assert not reply.retry
+
+
 def test_a_fixable_failure_asks_for_fixed_arguments() -> None:
     error = ToolError(
         code=ErrorCode.INVALID_ARGUMENTS, message="path: must be absolute", fixable_args=["path"]

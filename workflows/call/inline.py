@@ -277,6 +277,8 @@ def _unfit(plan: CallPlan, outcome: PlanOutcome, request: ToolCallRequest) -> st
         return None  # the plan ran it, or the parent itself asks (``ask_user``)
     if policy.decide_plan(plan, request.policy).effect is (Effect.DENY):
         return None  # denied here, as a child would deny it
+    if plan.quotas:
+        return "is charged to a quota, which only a ToolCallWorkflow reserves"
     if policy.decide_plan(plan, None).effect is not Effect.ALLOW:
         return "needs the deployment's approval"
     if outcome.attestation is None:

@@ -17,9 +17,9 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError, CancelledError
 
 from toolcalls.workflows.call import telemetry
-from toolcalls.workflows.call.approval_flow import ApprovalFlow
 from toolcalls.workflows.call.deadlines import refuse_late
 from toolcalls.workflows.call.parts import _STATUS_FOR_CODE, _Ended
+from toolcalls.workflows.call.quotas import Quotas
 from toolcalls.workflows.models.call import (
     MAX_ANSWER_CHARS,
     MEMO_PENDING_QUESTION,
@@ -48,13 +48,14 @@ from toolcalls.workflows.rules import policy
     # fails the workflow at once instead of failing its first task forever.
     failure_exception_types=[ValidationError],
 )
-class ToolCallWorkflow(ApprovalFlow):
+class ToolCallWorkflow(Quotas):
     """Runs one tool call under the deployment's ceiling and the request's policy."""
 
     @workflow.init
     def __init__(self, request: ToolCallRequest) -> None:
         super().__init__(request)
         self._init_approvals()
+        self._init_quotas()
 
     @workflow.run
     async def run(self, request: ToolCallRequest) -> ToolCallResult:
@@ -64,6 +65,7 @@ class ToolCallWorkflow(ApprovalFlow):
             result = ended.result
         except (asyncio.CancelledError, CancelledError):
             result = self._end(CallStatus.CANCELED, ErrorCode.CANCELED, "the call was canceled")
+        await self._release_unexecuted()
         await workflow.wait_condition(workflow.all_handlers_finished)
         return result
 
@@ -79,6 +81,8 @@ class ToolCallWorkflow(ApprovalFlow):
                 f"{plan.tool}: denied by policy: {reasons}",
             )
         self._check_budget()
+        if plan.quotas:
+            await self._reserve(plan)
         if decision.effect is Effect.REQUIRE_APPROVAL:
             plan = await self._approved(plan, decision)
             await self._attest_approval(plan)
@@ -168,6 +172,7 @@ class ToolCallWorkflow(ApprovalFlow):
         else:
             self._set_phase(Phase.RUNNING)
         self._event(EventKind.STARTED, f"{plan.tool} scheduled")
+        self._executed = True  # from here its quota units stay spent
         telemetry.executing(self._call_id, plan)
         output = await self._activity(plan, plan.tool, await self._tool_input(plan), None)
         return self._end(CallStatus.COMPLETED, output=output)

@@ -23,6 +23,7 @@ from toolcalls.workflows.models.approval import (
 )
 from toolcalls.workflows.models.attest import Attestation
 from toolcalls.workflows.models.principal import Principal
+from toolcalls.workflows.models.quota import QuotaCharge
 from toolcalls.workflows.models.verdict import PolicyVerdict
 
 WORKFLOW_NAME = "ToolCallWorkflow"
@@ -134,6 +135,8 @@ class ErrorCode(StrEnum):
     CONFIGURATION_ERROR = "configuration_error"
     INTERNAL = "internal"
     NETWORK_UNAVAILABLE = "network_unavailable"
+    QUOTA_EXCEEDED = "quota_exceeded"
+    """A ``[[quotas]]`` limit has no room for the call; ``retry_at`` says when it may."""
 
 
 class ToolError(_Model):
@@ -143,6 +146,8 @@ class ToolError(_Model):
     message: str
     retryable: bool = False
     fixable_args: list[str] = Field(default_factory=list)
+    retry_at: datetime | None = None
+    """When the call may be tried again (``quota_exceeded``); ``None``: not known."""
 
 
 class CapabilityPolicy(_Model):
@@ -233,6 +238,8 @@ class CallPlan(_Model):
     policies: list[PolicyVerdict] = Field(default_factory=list)
     """Each ``[[policies]]`` set's decision on the call, made once here (replay never evaluates
     a policy again; a changed policy affects only new calls)."""
+    quotas: list[QuotaCharge] = Field(default_factory=list)
+    """The ``[[quotas]]`` the call is charged to, reserved before it may execute."""
 
 
 class PlanInput(_Model):
@@ -341,6 +348,9 @@ class EventKind(StrEnum):
     NOTIFICATION_FAILED = "notification_failed"
     GRANT_LOOKUP_FAILED = "grant_lookup_failed"
     SHADOW_DISAGREED = "shadow_disagreed"
+    QUOTA_RESERVED = "quota_reserved"
+    QUOTA_EXCEEDED = "quota_exceeded"
+    QUOTA_RELEASED = "quota_released"
     """A shadow policy set would have decided the call otherwise (not enforced)."""
     STARTED = "started"
     CANCEL_REQUESTED = "cancel_requested"

@@ -6,8 +6,9 @@ for the same outcome, so a prompt that handles one handles all:
 - ``completed``: the tool's output as JSON; when the tool cut it short (``"truncated": true``),
   a last line says so and how to see the rest;
 - ``denied``: who decided and why. A human's denial carries the approver's reason, which is
-  written for the model; a policy or budget denial carries the rule. A person's answer in place
-  of the tool (``responded``) is not an error: the model reads the answer, marked as a person's;
+  written for the model; a policy, budget or quota denial carries the rule (a quota's says when
+  to try again). A person's answer in place of the tool (``responded``) is not an error: the
+  model reads the answer, marked as a person's;
 - ``failed``: the typed error, and which arguments to fix when the model can (``fixable_args``),
   in which case ``retry`` is true: the model should call again with fixed arguments;
 - ``timed_out``: whether the tool never ran (no decision in time) or ran out of time;
@@ -42,6 +43,7 @@ NEVER_RAN = frozenset(
         ErrorCode.APPROVAL_DENIED,
         ErrorCode.APPROVAL_TIMED_OUT,
         ErrorCode.BUDGET_EXCEEDED,
+        ErrorCode.QUOTA_EXCEEDED,
         ErrorCode.TOOL_UNAVAILABLE,
         ErrorCode.CONFIGURATION_ERROR,
     }
