@@ -36,6 +36,7 @@ from toolcalls.activities.notifications import Notifier
 from toolcalls.activities.quotas import QuotaLedgers
 from toolcalls.activities.runtime import ToolRuntime
 from toolcalls.worker.attestation import deployment_attestor
+from toolcalls.worker.chat.slack import TARGET as SLACK_TARGET, SlackAPI, SlackChannel
 from toolcalls.worker.config import Config, ConfigError, build_catalog, policy_sets
 from toolcalls.worker.fast_path import (
     fast_executor,
@@ -75,6 +76,12 @@ def sandbox_runner(*, isolate: bool = True) -> SandboxedWorkflowRunner:
     """The SDK's sandbox for a parent workflow's worker, sharing our pure modules between
     workflow runs (and, not ``isolate``, the whole ``toolcalls.workflows`` package)."""
     return with_passthrough(SandboxedWorkflowRunner(), isolate=isolate)
+
+
+def notification_targets(config: Config) -> list[str]:
+    """What a waiting call notifies, by name: the webhooks, and the Slack channel when set."""
+    targets = [webhook.name for webhook in config.notifications.webhooks]
+    return [*targets, SLACK_TARGET] if config.slack is not None else targets
 
 
 class ServedQueue:
@@ -206,7 +213,7 @@ class ToolCallsPlugin(SimplePlugin):
             deployment.ceiling_policy(),
             # An inbox user's groups are groups of the approver rules too.
             approvers=with_inbox_groups(deployment.approvers, deployment.inbox.users),
-            webhooks=[webhook.name for webhook in deployment.notifications.webhooks],
+            webhooks=notification_targets(deployment),
             result_bytes=deployment.payloads.result_bytes,
             codec=client.data_converter.payload_codec,
             attestor=attestor,
@@ -227,6 +234,7 @@ class ToolCallsPlugin(SimplePlugin):
                 namespace=client.namespace,
                 environ=self._environ,
                 attestor=attestor,
+                channels=self._channels(deployment, client),
             ).activities()
             config["workflows"] = [*config.get("workflows", ()), *OWN_WORKFLOWS]
             isolate = deployment.worker.isolate_workflows
@@ -250,6 +258,20 @@ class ToolCallsPlugin(SimplePlugin):
         if closing and activities:
             self._closing[activities[0]] = closing
         return config
+
+    def _channels(self, deployment: Config, client: Client) -> dict[str, SlackChannel]:
+        """The chats the notify activity posts to, by target name (a prebuilt ``SlackAPI`` in
+        ``instances`` stands for the Web API: tests)."""
+        if deployment.slack is None:
+            return {}
+        api = self._instances.get(SlackAPI)
+        if not isinstance(api, SlackAPI):
+            api = SlackAPI(
+                deployment.slack.bot_token_env,
+                self._environ,
+                timeout_seconds=deployment.slack.timeout_seconds,
+            )
+        return {SLACK_TARGET: SlackChannel(deployment.slack, api, client)}
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
         """Run the worker; once it has stopped, close what its families built for it (an object
