@@ -71,6 +71,31 @@ OWN_WORKFLOWS = (
 )
 """The workflows this plugin adds to a worker."""
 
+UNCACHED_WORKFLOW_TASKS = 1
+"""The workflow tasks a worker without a workflow cache (``max_cached_workflows=0``) may hold at
+once. Without a cache the SDK (temporalio 1.35) keeps one run in memory, and a workflow task for
+another run that arrives while it is held makes the SDK evict that run, cancelling the local
+activity it waits for (its ``plan``); the task is never completed, times out, and the same race
+repeats on every retry, so calls started together never finish (sdk-rust #1304, #1482). One task
+at a time leaves no task to arrive while a ``plan`` runs."""
+
+
+def check_uncached(config: WorkerConfig) -> None:
+    """Refuse a worker without a workflow cache that would take several workflow tasks at once.
+
+    Raises:
+        ConfigError: naming both settings.
+    """
+    if config.get("max_cached_workflows") != 0:
+        return
+    if config.get("max_concurrent_workflow_tasks") == UNCACHED_WORKFLOW_TASKS:
+        return
+    raise ConfigError(
+        "max_cached_workflows=0 needs max_concurrent_workflow_tasks=1 on a worker running "
+        "ToolCallWorkflow: without a cache the SDK cancels a call's plan local activity whenever "
+        "another workflow task arrives, and calls started together never finish"
+    )
+
 
 def sandbox_runner(*, isolate: bool = True) -> SandboxedWorkflowRunner:
     """The SDK's sandbox for a parent workflow's worker, sharing our pure modules between
@@ -226,6 +251,7 @@ class ToolCallsPlugin(SimplePlugin):
             local = [name for name in runtime.pure_tools() if name in served.tools]
             activities += runtime.workflow_activities(local if served.workflows else ())
         if served.workflows:
+            check_uncached(config)
             # The workflow's own helpers: the standing-grant lookup and the notifications.
             activities += GrantFinder(client, attestor).activities()
             activities += QuotaLedgers(client).activities()
