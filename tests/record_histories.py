@@ -191,6 +191,15 @@ async def uncertain_progress(client: Client, queue: str) -> Handle:
     )
 
 
+PROGRESS_SCRIPT = "echo one; echo two >&2; sleep 1; echo three"
+"""Two batches of progress at least: lines, a pause longer than the publishing interval, a line."""
+
+
+async def progress(client: Client, queue: str) -> Handle:
+    """A command whose output is published as it runs (progress signals in history)."""
+    return await start_call(client, queue, "run_shell", {"command": PROGRESS_SCRIPT})
+
+
 async def _pending(handle: Handle) -> ApprovalRequest:
     state = await wait_for(handle, lambda s: s.pending_approval is not None)
     assert state.pending_approval is not None
@@ -400,6 +409,11 @@ SECTIONS: dict[str, dict[str, Any]] = {
     "canceled": {"ceiling": {"default_effect": "allow"}},
     "uncertain": {"ceiling": {"default_effect": "allow"}},
     "uncertain_progress": {"ceiling": {"default_effect": "allow"}},
+    "progress": {
+        "ceiling": {"default_effect": "allow"},
+        "tools": [*ALL_TOOL_NAMES, "run_shell"],
+        "shell": {"cwd": tempfile.gettempdir(), "env": {"PATH": "/usr/bin:/bin"}},
+    },
     "two_approvers": {
         "approvers": {
             **APPROVERS,
@@ -486,6 +500,8 @@ SCENARIOS: dict[str, Scenario] = {
     "quota_reserved": quota_reserved,
     "quota_exceeded": quota_exceeded,
     "quota_released": quota_released,
+    # Since a running tool publishes progress (a signal per batch, no command).
+    "progress": progress,
 }
 WITHOUT_PATCH = {"identity_counted_twice_before_patch": IDENTITY_PATCH}
 """Recordings of the path before a patch: their worker leaves that patch off, as old code did."""
@@ -527,6 +543,7 @@ EXPECTED_STATUS = {
     "quota_reserved": "completed",
     "quota_exceeded": "denied",
     "quota_released": "denied",
+    "progress": "completed",
 }
 """The status each recorded history ends with; the replay test checks the files against it."""
 

@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from toolcalls.activities.heartbeat import Heartbeat
+from toolcalls.activities.progress import LineSplitter, ProgressPublisher, Redactor
+from toolcalls.workflows.models.progress import ProgressKind
 
 READ_CHUNK = 65_536
 DRAIN_AFTER_EXIT = 1.0
@@ -32,8 +34,10 @@ COMMAND_SHOWN = 200
 class Output:
     """stdout and stderr, kept up to a shared byte cap while both pipes keep draining."""
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, progress: OutputProgress | None = None) -> None:
         self.cap = cap
+        self.progress_stream = progress
+        """Where the kept output is published as lines while it runs (``activities.progress``)."""
         self.kept = {"stdout": bytearray(), "stderr": bytearray()}
         self.seen = {"stdout": 0, "stderr": 0}
         self.tail = bytearray()
@@ -42,9 +46,12 @@ class Output:
     def add(self, channel: str, chunk: bytes) -> None:
         self.seen[channel] += len(chunk)
         room = self.cap - len(self.kept["stdout"]) - len(self.kept["stderr"])
+        kept = chunk[: max(room, 0)]
+        if self.progress_stream is not None and (kept or not self.truncated):
+            self.progress_stream.take(channel, kept, cut=len(chunk) > room and not self.truncated)
         if len(chunk) > room:
             self.truncated = True
-        self.kept[channel] += chunk[: max(room, 0)]
+        self.kept[channel] += kept
         self.tail = (self.tail + chunk)[-TAIL_BYTES:]
 
     def taker(self, channel: str, heartbeat: Heartbeat | None) -> Callable[[bytes], None]:
@@ -66,6 +73,29 @@ class Output:
             "stderr_bytes": self.seen["stderr"],
             "tail": bytes(self.tail).decode("utf-8", errors="replace"),
         }
+
+
+class OutputProgress:
+    """A command's output published as lines, stdout and stderr apart, up to the result's cap."""
+
+    def __init__(self, publisher: ProgressPublisher, env: dict[str, str]) -> None:
+        self.publisher = publisher
+        redact = Redactor(env)
+        self.lines = {
+            "stdout": LineSplitter(ProgressKind.STDOUT, redact),
+            "stderr": LineSplitter(ProgressKind.STDERR, redact),
+        }
+
+    def take(self, channel: str, kept: bytes, *, cut: bool) -> None:
+        """``kept``: what the result keeps of a chunk; ``cut``: the cap was reached with it."""
+        self.publisher.extend(self.lines[channel].feed(kept))
+        if cut:
+            self.end()
+            self.publisher.add(ProgressKind.NOTE, "output beyond the cap is not kept")
+
+    def end(self) -> None:
+        for splitter in self.lines.values():
+            self.publisher.extend(splitter.end())
 
 
 class OutputPipes:

@@ -19,6 +19,7 @@ from temporalio.exceptions import ApplicationError, CancelledError
 from toolcalls.workflows.call import telemetry
 from toolcalls.workflows.call.deadlines import refuse_late
 from toolcalls.workflows.call.parts import _STATUS_FOR_CODE, _Ended
+from toolcalls.workflows.call.progress import ProgressStream
 from toolcalls.workflows.call.quotas import Quotas
 from toolcalls.workflows.models.call import (
     MAX_ANSWER_CHARS,
@@ -48,7 +49,7 @@ from toolcalls.workflows.rules import policy
     # fails the workflow at once instead of failing its first task forever.
     failure_exception_types=[ValidationError],
 )
-class ToolCallWorkflow(Quotas):
+class ToolCallWorkflow(Quotas, ProgressStream):
     """Runs one tool call under the deployment's ceiling and the request's policy."""
 
     @workflow.init
@@ -56,6 +57,7 @@ class ToolCallWorkflow(Quotas):
         super().__init__(request)
         self._init_approvals()
         self._init_quotas()
+        self._init_progress()
 
     @workflow.run
     async def run(self, request: ToolCallRequest) -> ToolCallResult:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -78,6 +79,7 @@ from toolcalls.workflows.reach.client_base import (
     with_pydantic_converter,
 )
 from toolcalls.workflows.reach.finished import list_finished
+from toolcalls.workflows.reach.follow import FollowEvent, follow
 from toolcalls.workflows.reach.grant_client import list_grants, revoke_grant
 from toolcalls.workflows.reach.pending import (
     DEFAULT_PAGE_SIZE,
@@ -236,6 +238,11 @@ class ToolCallClient(ClientBase):
         except RPCError as exc:
             if exc.status is not RPCStatusCode.NOT_FOUND:
                 raise
+
+    def follow(self, workflow_id: str, from_offset: int = 0) -> AsyncIterator[FollowEvent]:
+        """The call's progress items from ``from_offset`` on (a ``ProgressGap`` first for items
+        dropped before they were read), then its ``ToolCallResult``; see docs/progress.md."""
+        return follow(self.client, workflow_id, from_offset)
 
     async def pending(self, *, limit: int = 100) -> list[PendingCall]:
         """Calls waiting for an approval or an answer, newest first; no worker needed. Inline

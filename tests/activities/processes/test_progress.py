@@ -1,0 +1,137 @@
+"""A running command's output as a live progress stream, through a real ToolCallWorkflow.
+
+A shell prints 10,000 lines over a few seconds; a reader follows them live, in order, while they
+are published in batches; afterwards the stream is read again from an offset, the retention bound
+holds and the dropped items are reported; a configured environment value never appears in an item
+nor in any recorded progress signal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+
+from tests.support.harness import make_config, running_worker, start_call
+from tests.support.processes import SYSTEM_PATH
+from tests.support.tools import ALL_TOOL_NAMES
+from toolcalls.worker.config import Config
+from toolcalls.workflows.models.call import CallStatus, ToolCallResult
+from toolcalls.workflows.models.progress import (
+    MAX_RETAINED_ITEMS,
+    PROGRESS_SIGNAL,
+    ProgressItem,
+    ProgressKind,
+)
+from toolcalls.workflows.reach.follow import FollowEvent, ProgressGap, follow
+
+SECRET = "s3cr3t-Vd9q-token"
+LINES = 10_000
+SCRIPT = (
+    'echo "token=$API_TOKEN" >&2; i=0; while [ $i -lt 10000 ]; do echo "line $i"; i=$((i+1)); '
+    "if [ $((i % 1000)) -eq 0 ]; then sleep 0.3; fi; done; echo done >&2"
+)
+"""About three seconds of output, in bursts of a thousand lines."""
+
+
+def config(task_queue: str, tmp_path: Path, root: Path, **sections: Any) -> Config:
+    return make_config(
+        task_queue,
+        tools=[*ALL_TOOL_NAMES, "run_shell"],
+        state_dir=str(tmp_path / "state"),
+        ceiling={"default_effect": "allow"},
+        shell={
+            "cwd": str(root),
+            "env": {"PATH": SYSTEM_PATH, "API_TOKEN": SECRET},
+            "kill_grace_seconds": 0.5,
+            "timeout_seconds": 60,
+            "max_output_bytes": 1_048_576,
+        },
+        **sections,
+    )
+
+
+async def collect(events: Any) -> list[FollowEvent]:
+    return [event async for event in events]
+
+
+def items(events: list[FollowEvent]) -> list[ProgressItem]:
+    return [e for e in events if isinstance(e, ProgressItem)]
+
+
+async def test_a_followed_command_shows_every_line_in_order_then_its_result(
+    client: Client, task_queue: str, tmp_path: Path, root: Path
+) -> None:
+    async with running_worker(client, config(task_queue, tmp_path, root)):
+        handle = await start_call(client, task_queue, "run_shell", {"command": SCRIPT})
+        live = await asyncio.wait_for(collect(follow(client, handle.id, 0)), 90)
+        result = await handle.result()
+
+    assert result.status is CallStatus.COMPLETED
+    assert live[-1] == result
+    assert not [e for e in live if isinstance(e, ProgressGap)]
+    seen = items(live)
+    assert [i.offset for i in seen] == list(range(len(seen)))
+    stdout = [i.text for i in seen if i.kind is ProgressKind.STDOUT]
+    assert stdout == [f"line {n}" for n in range(LINES)]
+    stderr = [i.text for i in seen if i.kind is ProgressKind.STDERR]
+    assert stderr == ["token=[redacted]", "done"]
+    # The result is the command's, unchanged: the stream is beside it.
+    assert isinstance(result.output, dict)
+    assert result.output["stdout"].splitlines() == stdout
+    assert SECRET in result.output["stderr"]
+
+    # Batched: a few dozen signals for 10,002 items, never one per line.
+    history = await handle.fetch_history()
+    signals = [
+        e.workflow_execution_signaled_event_attributes
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+    ]
+    assert {s.signal_name for s in signals} == {PROGRESS_SIGNAL}
+    assert 2 <= len(signals) <= 60
+    # The secret is in no recorded batch: not the value, not a piece of it.
+    for signal in signals:
+        raw = b"".join(p.data for p in signal.input.payloads)
+        assert SECRET.encode() not in raw
+        assert SECRET[:6].encode() not in raw
+
+    # After the end, without a live page: the history's stream, read again from offsets.
+    total = len(seen)
+    again = await collect(follow(client, handle.id, 0))
+    gap, *rest = again
+    assert gap == ProgressGap(from_offset=0, missed=total - MAX_RETAINED_ITEMS)
+    kept = items(rest)
+    assert [i.offset for i in kept] == list(range(total - MAX_RETAINED_ITEMS, total))
+    assert kept == seen[-MAX_RETAINED_ITEMS:]
+    assert rest[-1] == result
+    start = total - 10
+    tail = await collect(follow(client, handle.id, start))
+    assert [i.offset for i in items(tail)] == list(range(start, total))
+    assert isinstance(tail[-1], ToolCallResult)
+
+
+async def test_a_reader_that_comes_back_late_is_told_what_it_missed(
+    client: Client, task_queue: str, tmp_path: Path, root: Path
+) -> None:
+    async with running_worker(client, config(task_queue, tmp_path, root)):
+        handle = await start_call(client, task_queue, "run_shell", {"command": SCRIPT})
+        first: list[ProgressItem] = []
+        async for event in follow(client, handle.id, 0):
+            assert isinstance(event, ProgressItem)
+            first.append(event)
+            if len(first) == 5:
+                break  # the reader goes away (a client restart) at offset 5
+        await handle.result()  # ... and is away while the rest is published
+        resumed = await collect(follow(client, handle.id, first[-1].offset + 1))
+    assert [i.offset for i in first] == list(range(5))
+    gap = resumed[0]
+    assert isinstance(gap, ProgressGap)
+    assert gap.from_offset == 5
+    following = items(resumed)
+    assert following[0].offset == 5 + gap.missed
+    assert "done" in [i.text for i in following]
+    assert len(following) == MAX_RETAINED_ITEMS
