@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import timedelta
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
@@ -38,6 +39,8 @@ POLL_SECONDS = 0.25
 """Pause between two pages when the last one brought nothing new."""
 UNREACHABLE_PAUSE = 1.0
 """Pause before asking again when no worker answered (one restarting, say)."""
+QUERY_TIMEOUT = timedelta(seconds=5)
+"""How long one page may take: a query to a call whose worker is gone waits for another."""
 SIGNALED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
 
 
@@ -105,7 +108,10 @@ async def _page(handle: WorkflowHandle[object, ToolCallResult], offset: int) -> 
     """The next page, or ``None`` when no worker answered now (or the call ended meanwhile)."""
     try:
         page: ProgressPage = await handle.query(
-            PROGRESS_QUERY, ProgressRequest(from_offset=offset), result_type=ProgressPage
+            PROGRESS_QUERY,
+            ProgressRequest(from_offset=offset),
+            result_type=ProgressPage,
+            rpc_timeout=QUERY_TIMEOUT,
         )
         return page
     except WorkflowQueryFailedError as exc:

@@ -9,6 +9,9 @@ nor in any recorded progress signal.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,7 @@ from toolcalls.workflows.models.progress import (
 )
 from toolcalls.workflows.reach.follow import FollowEvent, ProgressGap, follow
 
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 SECRET = "s3cr3t-Vd9q-token"
 LINES = 10_000
 SCRIPT = (
@@ -94,8 +98,8 @@ async def test_a_followed_command_shows_every_line_in_order_then_its_result(
     assert {s.signal_name for s in signals} == {PROGRESS_SIGNAL}
     assert 2 <= len(signals) <= 60
     # The secret is in no recorded batch: not the value, not a piece of it.
-    for signal in signals:
-        raw = b"".join(p.data for p in signal.input.payloads)
+    for signaled in signals:
+        raw = b"".join(p.data for p in signaled.input.payloads)
         assert SECRET.encode() not in raw
         assert SECRET[:6].encode() not in raw
 
@@ -135,3 +139,84 @@ async def test_a_reader_that_comes_back_late_is_told_what_it_missed(
     assert following[0].offset == 5 + gap.missed
     assert "done" in [i.text for i in following]
     assert len(following) == MAX_RETAINED_ITEMS
+
+
+WORKER_SCRIPT = """
+import asyncio, sys
+from pathlib import Path
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from tests.support.harness import running_worker
+from tests.activities.processes.test_progress import config, FAST_HEARTBEAT
+
+address, queue, tmp, root = sys.argv[1:5]
+
+async def main():
+    client = await Client.connect(address, data_converter=pydantic_data_converter)
+    async with running_worker(client, config(queue, Path(tmp), Path(root), **FAST_HEARTBEAT)):
+        await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
+FAST_HEARTBEAT = {
+    "activities": {
+        "timeouts": {"run_shell": {"start_to_close_seconds": 90, "heartbeat_seconds": 2}}
+    }
+}
+SLOW_SCRIPT = (
+    'i=0; while [ $i -lt 10000 ]; do echo "line $i"; i=$((i+1)); '
+    "if [ $((i % 500)) -eq 0 ]; then sleep 0.3; fi; done"
+)
+"""Six seconds of output: the worker is killed in the middle of it."""
+
+
+async def test_a_reader_follows_across_a_worker_killed_mid_run(
+    client: Client, task_queue: str, tmp_path: Path, root: Path
+) -> None:
+    address = client.service_client.config.target_host
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        WORKER_SCRIPT,
+        address,
+        task_queue,
+        str(tmp_path),
+        str(root),
+        cwd=PROJECT_ROOT,
+        start_new_session=True,
+    )
+    seen: list[FollowEvent] = []
+    try:
+        handle = await start_call(client, task_queue, "run_shell", {"command": SLOW_SCRIPT})
+
+        async def reader() -> None:
+            async for event in follow(client, handle.id, 0):
+                seen.append(event)
+
+        reading = asyncio.create_task(reader())
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        while len(seen) < 1500:
+            assert process.returncode is None, "the worker process exited"
+            assert loop.time() < deadline, "no progress came"
+            await asyncio.sleep(0.05)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)  # lost mid-run: nothing is flushed or reported
+        await asyncio.wait_for(process.wait(), 10)
+    before = len(seen)
+    await asyncio.sleep(3)  # no worker: the reader waits, and loses nothing
+    async with running_worker(client, config(task_queue, tmp_path, root, **FAST_HEARTBEAT)):
+        await asyncio.wait_for(reading, 60)
+
+    result = seen[-1]
+    assert isinstance(result, ToolCallResult)
+    assert result.status is CallStatus.UNCERTAIN  # a command is a write: never run again
+    lines = items(seen)
+    assert len(lines) >= before - 1
+    assert not [e for e in seen if isinstance(e, ProgressGap)]
+    assert [i.offset for i in lines] == list(range(len(lines)))
+    assert [i.text for i in lines] == [f"line {n}" for n in range(len(lines))]
+    assert len(lines) < LINES, "the kill came too late to test anything"
+    # What the reader saw is what the call kept: a new reader sees the same from history.
+    again = items(await collect(follow(client, handle.id, 0)))
+    assert again == lines
