@@ -240,6 +240,16 @@ def _call_parsers(commands_: Commands) -> None:
     )
     show = _command(commands_, "show", parents=both)
     show.add_argument("workflow_id", metavar="WORKFLOW_ID", help=WORKFLOW_ID)
+    watch = _command(commands_, "watch", parents=both)
+    watch.add_argument("workflow_id", metavar="WORKFLOW_ID", help=WORKFLOW_ID)
+    watch.add_argument(
+        "--from",
+        dest="from_offset",
+        metavar="N",
+        type=arguments.offset,
+        default=0,
+        help="start at this offset (default 0, the oldest item the call still keeps)",
+    )
     reconcile = _command(commands_, "reconcile", parents=both)
     reconcile.add_argument("workflow_id", metavar="WORKFLOW_ID", help=WORKFLOW_ID)
 

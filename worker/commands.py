@@ -52,6 +52,7 @@ from toolcalls.worker.render import (
     view_json,
     view_text,
 )
+from toolcalls.worker.watch import watch
 from toolcalls.workflows.models.approval import ApprovalRecord
 from toolcalls.workflows.models.call import (
     AskUserOutput,
@@ -143,6 +144,8 @@ async def run(config: Config, args: argparse.Namespace) -> int:
             view = await calls.status(args.workflow_id)
             _emit(args, {"workflow_id": args.workflow_id, **view_json(view)}, view_text(view))
             return EXIT_OK
+        if args.command == "watch":
+            return await watch(calls, args)
         if args.command == "reconcile":
             answer = await calls.reconcile(args.workflow_id)
             _emit(args, answer.model_dump(mode="json"), reconciliation_text(answer))

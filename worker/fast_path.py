@@ -44,6 +44,7 @@ PASSTHROUGH_MODULES = (
     "toolcalls.workflows.models.principal",
     "toolcalls.workflows.models.verdict",
     "toolcalls.workflows.models.quota",
+    "toolcalls.workflows.models.progress",
     "toolcalls.workflows.rules.policy",
     "pydantic",
     "pydantic_core",
