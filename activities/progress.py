@@ -1,11 +1,13 @@
 """Publishing a running tool's progress to its call: batched, deduplicated, redacted.
 
 A tool opens a ``ProgressPublisher`` for the time it runs and hands it entries (``add``, or
-``lines`` for output read in chunks). A background task sends what has gathered as one signal
-(``ProgressBatch``) every ``PUBLISH_INTERVAL`` seconds, never one per line; closing the publisher
-sends the rest. Each batch says where its entries start among everything this activity published
-(``first``), and the call skips positions it already holds: a signal delivered twice, or output
-produced again by a retried attempt, is not appended twice.
+``extend`` with a ``LineSplitter``'s lines). A background task sends what has gathered as one
+signal (``ProgressBatch``) every ``PUBLISH_INTERVAL`` seconds, never one per line; closing the
+publisher sends the rest, except counts (the result has the final ones), and nothing at all when
+the tool ended before the first tick (its result holds everything: a short call costs no signal).
+Each batch says where its entries start among everything this activity published (``first``),
+and the call skips positions it already holds: a signal delivered twice, or output produced again
+by a retried attempt, is not appended twice.
 
 Publishing never fails a tool: a batch that cannot be sent is tried again at the next tick, and
 after ``GIVE_UP_AFTER`` seconds of failures the publisher stops (the result is unaffected). A tool
@@ -26,6 +28,7 @@ from types import TracebackType
 
 from temporalio import activity
 
+from toolcalls.activities.heartbeat import Heartbeat
 from toolcalls.workflows.models.call import WORKFLOW_NAME
 from toolcalls.workflows.models.progress import (
     MAX_BATCH_ITEMS,
@@ -133,6 +136,7 @@ class ProgressPublisher:
         """Entries confirmed sent: the next batch's ``first``."""
         self._failing_since: float | None = None
         self._stopped = False
+        self._ticks = 0
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
 
@@ -211,6 +215,7 @@ class ProgressPublisher:
     async def _run(self) -> None:
         while True:
             await asyncio.sleep(self.interval)
+            self._ticks += 1
             await self.flush()
 
     async def __aenter__(self) -> ProgressPublisher:
@@ -226,6 +231,13 @@ class ProgressPublisher:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        # Counts are for the wait: the result has the final figures. A tool that ended before the
+        # first tick publishes nothing at all (its result holds it all): a short call costs what
+        # it did before the stream existed.
+        self._buffer = [entry for entry in self._buffer if entry.done is None]
+        if not self._ticks:
+            self._buffer.clear()
+            return
         try:
             await asyncio.wait_for(self.flush(), FINAL_FLUSH)
         except TimeoutError:
@@ -240,3 +252,15 @@ async def published(publisher: ProgressPublisher | None) -> AsyncIterator[Progre
         return
     async with publisher:
         yield publisher
+
+
+def received(beat: Heartbeat, publisher: ProgressPublisher | None) -> Callable[[int], None]:
+    """An ``on_progress`` for a download: the bytes received so far, in the heartbeat and (as a
+    ``bytes`` count) in the call's stream."""
+
+    def update(done: int) -> None:
+        beat.update(bytes=done)
+        if publisher is not None:
+            publisher.add(ProgressKind.BYTES, done=done)
+
+    return update

@@ -78,7 +78,26 @@ async def test_batches_lost_or_refused_are_sent_again_and_held_once() -> None:
         await asyncio.sleep(0.2)
         publisher.add(ProgressKind.BYTES, done=10)
         publisher.add(ProgressKind.BYTES, done=20, total=40)  # replaces the unsent count
+        await asyncio.sleep(0.2)
+        publisher.add(ProgressKind.BYTES, done=40, total=40)  # the result has the last count
     assert texts(log)[:2500] == [f"line {n}" for n in range(2500)]
     counts = log.page(ProgressRequest(from_offset=2500), ended=False).items
     assert [(i.kind, i.done, i.total) for i in counts] == [(ProgressKind.BYTES, 20, 40)]
     assert calls >= 5
+
+
+async def test_a_tool_that_ends_before_the_first_tick_publishes_nothing() -> None:
+    sent: list[ProgressBatch] = []
+
+    async def send(batch: ProgressBatch) -> None:
+        sent.append(batch)
+
+    async with ProgressPublisher(send, "activity-2", interval=5) as publisher:
+        publisher.add(ProgressKind.STDOUT, "quick")
+    assert sent == []
+
+    async with ProgressPublisher(send, "activity-3", interval=0.05) as publisher:
+        publisher.add(ProgressKind.STDOUT, "first")
+        await asyncio.sleep(0.3)
+        publisher.add(ProgressKind.STDOUT, "last")  # after a tick: the rest is sent at the end
+    assert [[e.text for e in b.entries] for b in sent] == [["first"], ["last"]]

@@ -40,6 +40,7 @@ from toolcalls.activities.processes.settings import (
     GitSettings,
     sandbox_problems,
 )
+from toolcalls.activities.progress import ProgressPublisher, published
 from toolcalls.workflows.models.approval import Prepared, PreviewArtifact
 from toolcalls.workflows.models.call import ErrorCode
 
@@ -138,13 +139,15 @@ class GitTools:
                 )
             beat.update(phase="running")
             try:
-                result = await run_process(
-                    spec,
-                    ledger=self.ledger,
-                    kill_grace=self.settings.kill_grace_seconds,
-                    budget_left=budget_left(),
-                    heartbeat=beat,
-                )
+                async with published(ProgressPublisher.for_activity()) as progress:
+                    result = await run_process(
+                        spec,
+                        ledger=self.ledger,
+                        kill_grace=self.settings.kill_grace_seconds,
+                        budget_left=budget_left(),
+                        heartbeat=beat,
+                        progress=progress,
+                    )
             except asyncio.CancelledError as exc:
                 partial = exc.args[0] if exc.args else None
                 if not isinstance(partial, ProcessResult):

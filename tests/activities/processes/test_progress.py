@@ -220,3 +220,18 @@ async def test_a_reader_follows_across_a_worker_killed_mid_run(
     # What the reader saw is what the call kept: a new reader sees the same from history.
     again = items(await collect(follow(client, handle.id, 0)))
     assert again == lines
+
+
+async def test_a_short_command_publishes_nothing(
+    client: Client, task_queue: str, tmp_path: Path, root: Path
+) -> None:
+    """Done within the first publishing interval: its result holds everything, no signal."""
+    async with running_worker(client, config(task_queue, tmp_path, root)):
+        handle = await start_call(client, task_queue, "run_shell", {"command": "echo hi"})
+        result = await handle.result()
+        events = await collect(follow(client, handle.id))
+    assert result.status is CallStatus.COMPLETED
+    assert events == [result]
+    history = await handle.fetch_history()
+    signaled = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+    assert signaled not in [event.event_type for event in history.events]
