@@ -34,8 +34,12 @@ COMMAND_SHOWN = 200
 class Output:
     """stdout and stderr, kept up to a shared byte cap while both pipes keep draining."""
 
-    def __init__(self, cap: int, progress: OutputProgress | None = None) -> None:
+    def __init__(
+        self, cap: int, progress: OutputProgress | None = None, redact: Redactor | None = None
+    ) -> None:
         self.cap = cap
+        self.redact = redact
+        """Applied to the heartbeat's tail: a lost worker's last heartbeat is in history."""
         self.progress_stream = progress
         """Where the kept output is published as lines while it runs (``activities.progress``)."""
         self.kept = {"stdout": bytearray(), "stderr": bytearray()}
@@ -64,6 +68,15 @@ class Output:
 
         return take
 
+    def _tail(self) -> bytes:
+        if self.redact is None:
+            return bytes(self.tail)
+        tail = self.redact(bytes(self.tail))
+        if sum(self.seen.values()) > len(self.tail):
+            # A secret cut at the tail's start would leave a piece no match finds: drop that much.
+            tail = tail[self.redact.longest :]
+        return tail
+
     def text(self, channel: str) -> str:
         return bytes(self.kept[channel]).decode("utf-8", errors="replace")
 
@@ -71,7 +84,7 @@ class Output:
         return {
             "stdout_bytes": self.seen["stdout"],
             "stderr_bytes": self.seen["stderr"],
-            "tail": bytes(self.tail).decode("utf-8", errors="replace"),
+            "tail": self._tail().decode("utf-8", errors="replace"),
         }
 
 

@@ -46,7 +46,7 @@ from toolcalls.activities.processes.pipes import (
     pipe_holders,
 )
 from toolcalls.activities.processes.sandbox import SandboxFailed, SandboxGrant, SandboxStatus
-from toolcalls.activities.progress import ProgressPublisher
+from toolcalls.activities.progress import ProgressPublisher, Redactor
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ async def run_process(
             timeout = max(usable, 0.0)
             cut_by_budget = True
     lines = OutputProgress(progress, spec.env) if progress is not None else None
-    output = Output(spec.max_output_bytes, lines)
+    output = Output(spec.max_output_bytes, lines, Redactor(spec.env))
     started = time.monotonic()
     pipes = OutputPipes()
     status = SandboxStatus(spec.sandbox) if spec.sandbox is not None else None

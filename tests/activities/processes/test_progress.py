@@ -235,3 +235,38 @@ async def test_a_short_command_publishes_nothing(
     history = await handle.fetch_history()
     signaled = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
     assert signaled not in [event.event_type for event in history.events]
+
+
+async def test_a_lost_workers_last_heartbeat_holds_no_secret(
+    client: Client, task_queue: str, tmp_path: Path, root: Path
+) -> None:
+    """The tail of output a heartbeat carries becomes the uncertain result, in history."""
+    address = client.service_client.config.target_host
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        WORKER_SCRIPT,
+        address,
+        task_queue,
+        str(tmp_path),
+        str(root),
+        cwd=PROJECT_ROOT,
+        start_new_session=True,
+    )
+    try:
+        script = 'echo "token=$API_TOKEN"; sleep 30'
+        handle = await start_call(client, task_queue, "run_shell", {"command": script})
+        async for event in follow(client, handle.id):
+            assert isinstance(event, ProgressItem)
+            assert event.text == "token=[redacted]"
+            break
+        await asyncio.sleep(2.5)  # a heartbeat with the tail goes out
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        await asyncio.wait_for(process.wait(), 10)
+    async with running_worker(client, config(task_queue, tmp_path, root, **FAST_HEARTBEAT)):
+        result = await asyncio.wait_for(handle.result(), 30)
+    assert result.status is CallStatus.UNCERTAIN
+    assert result.output == {"stdout_bytes": 24, "stderr_bytes": 0, "tail": "token=[redacted]\n"}
+    history = (await handle.fetch_history()).to_json()
+    assert SECRET not in history
