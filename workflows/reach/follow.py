@@ -104,6 +104,19 @@ async def follow(
         await asyncio.sleep(poll)
 
 
+async def page_of(client: Client, workflow_id: str, offset: int) -> ProgressPage:
+    """One page of the call's stream from ``offset``: from its worker while it runs (an empty page,
+    not ended, when none answers now), from its history once it has ended."""
+    handle: WorkflowHandle[object, ToolCallResult] = client.get_workflow_handle(
+        workflow_id, result_type=ToolCallResult
+    )
+    description = await handle.describe()
+    if description.status is WorkflowExecutionStatus.RUNNING:
+        return await _page(handle, offset) or ProgressPage(next_offset=offset)
+    log = await _history_log(client, handle)
+    return log.page(ProgressRequest(from_offset=offset), ended=True)
+
+
 async def _page(handle: WorkflowHandle[object, ToolCallResult], offset: int) -> ProgressPage | None:
     """The next page, or ``None`` when no worker answered now (or the call ended meanwhile)."""
     try:
@@ -129,6 +142,22 @@ async def _from_history(
     client: Client, handle: WorkflowHandle[object, ToolCallResult], offset: int
 ) -> AsyncIterator[ProgressItem | ProgressGap]:
     """The stream of an ended call, rebuilt from its recorded progress signals."""
+    log = await _history_log(client, handle)
+    while True:
+        page = log.page(ProgressRequest(from_offset=offset), ended=True)
+        if page.missed:
+            yield ProgressGap(from_offset=offset, missed=page.missed)
+        for item in page.items:
+            yield item
+        if page.ended or not page.items:
+            return
+        offset = page.next_offset
+
+
+async def _history_log(
+    client: Client, handle: WorkflowHandle[object, ToolCallResult]
+) -> ProgressLog:
+    """What the call kept, rebuilt from the progress signals in its history."""
     log = ProgressLog()
     async for event in handle.fetch_history_events():
         if event.event_type != SIGNALED:
@@ -143,12 +172,4 @@ async def _from_history(
         except Exception:  # the workflow ignored a batch that does not parse: so does this
             continue
         log.accept(batch)
-    while True:
-        page = log.page(ProgressRequest(from_offset=offset), ended=True)
-        if page.missed:
-            yield ProgressGap(from_offset=offset, missed=page.missed)
-        for item in page.items:
-            yield item
-        if page.ended or not page.items:
-            return
-        offset = page.next_offset
+    return log
