@@ -85,6 +85,14 @@ def progress_text(front: Front, view: CallView) -> str:
     return text
 
 
+def output_text(item: ProgressItem) -> str:
+    """A progress item as a progress message shows it: a line of output, or a count."""
+    if item.kind in (ProgressKind.STDOUT, ProgressKind.STDERR, ProgressKind.NOTE):
+        return item.text[:OUTPUT_CHARS]
+    total = f" of {item.total}" if item.total is not None else ""
+    return f"{item.done}{total} {item.kind.value}"
+
+
 class Follower:
     """Follows one call for one ``tools/call`` request (see the module docstring)."""
 
@@ -150,13 +158,8 @@ class Follower:
                     break
         except Exception as exc:  # a passing Temporal error: the next look tries again
             log.debug("progress of %s: %s", self.workflow_id, exc)
-        if latest is None:
-            return self.latest
-        if latest.kind in (ProgressKind.STDOUT, ProgressKind.STDERR, ProgressKind.NOTE):
-            self.latest = latest.text[:OUTPUT_CHARS]
-        else:
-            total = f" of {latest.total}" if latest.total is not None else ""
-            self.latest = f"{latest.done}{total} {latest.kind.value}"
+        if latest is not None:
+            self.latest = output_text(latest)
         return self.latest
 
     async def _view(self) -> CallView | None:

@@ -46,15 +46,16 @@ from temporalio.client import WorkflowExecutionDescription, WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
 
 from toolcalls.worker.mcp.elicit import Form, may_decide, takes_forms
-from toolcalls.worker.mcp.follow import deliver, progress_text
+from toolcalls.worker.mcp.follow import deliver, output_text, progress_text
 from toolcalls.worker.mcp.front import Front
 from toolcalls.worker.mcp.handover import inbox_elicitation, takes_links
 from toolcalls.worker.mcp.oauth import verified_principal
 from toolcalls.worker.mcp.results import META_WORKFLOW_ID, call_result
 from toolcalls.worker.mcp.sealing import TaskIds
-from toolcalls.workflows.models.call import CallStatus
+from toolcalls.workflows.models.call import CallStatus, Phase
 from toolcalls.workflows.models.reply import model_reply
 from toolcalls.workflows.reach.client import CallNotFound, CallView, Started
+from toolcalls.workflows.reach.follow import latest_item
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 GRACE_SECONDS = 2.0
@@ -192,6 +193,18 @@ class Tasks:
                 raise MCPError(code=types.INVALID_PARAMS, message=NOT_FOUND) from None
             raise MCPError(code=types.INTERNAL_ERROR, message=f"temporal: {exc.message}") from None
 
+    async def _message(self, workflow_id: str, view: CallView) -> str:
+        """The phase in words and, while the tool runs, the latest line or count it published."""
+        text = progress_text(self.front, view)
+        if view.state.phase is not Phase.RUNNING or view.state.result is not None:
+            return text
+        try:
+            latest = await latest_item(self.front.calls.client, workflow_id)
+        except Exception as exc:  # a passing Temporal error: the phase alone is still right
+            log.debug("progress of %s: %s", workflow_id, exc)
+            return text
+        return f"{text}: {output_text(latest)}" if latest is not None else text
+
     async def _task(self, ctx: Any, task_id: str, workflow_id: str) -> dict[str, Any]:
         """The ``DetailedTask`` of the call ``workflow_id``, as ``tasks/get`` reports it."""
         view = await self._view(workflow_id)
@@ -202,7 +215,7 @@ class Tasks:
         task: dict[str, Any] = {
             "taskId": task_id,
             "status": "working",
-            "statusMessage": progress_text(self.front, view),
+            "statusMessage": await self._message(workflow_id, view),
             "createdAt": _iso(description.start_time),
             "lastUpdatedAt": _iso(_last_update(view, description)),
             "ttlMs": None,

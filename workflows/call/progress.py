@@ -72,6 +72,7 @@ class ProgressLog:
             next_offset=next_offset,
             base_offset=base,
             missed=max(base - request.from_offset, 0),
+            end_offset=self.next,
             ended=ended and next_offset >= self.next,
         )
 

@@ -94,5 +94,7 @@ class ProgressPage(BaseModel):
     """The oldest offset still retained."""
     missed: int = 0
     """Items between the asked offset and ``base_offset`` that were dropped (retention bound)."""
+    end_offset: int = 0
+    """The offset the next item the call accepts will get (how many it ever accepted)."""
     ended: bool = False
     """The call has its result: nothing more will be published after ``next_offset``."""

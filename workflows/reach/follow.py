@@ -117,6 +117,19 @@ async def page_of(client: Client, workflow_id: str, offset: int) -> ProgressPage
     return log.page(ProgressRequest(from_offset=offset), ended=True)
 
 
+async def latest_item(client: Client, workflow_id: str) -> ProgressItem | None:
+    """The last item the call has published so far, if any (two pages of one item)."""
+    end = (await page_of(client, workflow_id, _FAR)).end_offset
+    if end == 0:
+        return None
+    items = (await page_of(client, workflow_id, end - 1)).items
+    return items[0] if items else None
+
+
+_FAR = 2**62
+"""An offset past any stream's end: its page is empty and says where the stream ends."""
+
+
 async def _page(handle: WorkflowHandle[object, ToolCallResult], offset: int) -> ProgressPage | None:
     """The next page, or ``None`` when no worker answered now (or the call ended meanwhile)."""
     try:
