@@ -58,8 +58,6 @@ from toolcalls.workflows.models.call import (
     WORKFLOW_NAME,
     CallPlan,
     CapabilityPolicy,
-    Definitions,
-    DefinitionsRequest,
     Effect,
     ErrorCode,
     ExecuteInput,
@@ -67,6 +65,10 @@ from toolcalls.workflows.models.call import (
     PlanOutcome,
     SideEffect,
     prepare_activity_name,
+)
+from toolcalls.workflows.models.definitions import (
+    Definitions,
+    DefinitionsRequest,
 )
 from toolcalls.workflows.models.limits import CODEC_MARGIN_BYTES
 from toolcalls.workflows.models.reconcile import Lookup, LookupInput, reconcile_activity_name

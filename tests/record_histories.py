@@ -47,9 +47,11 @@ from toolcalls.workflows.models.call import (
     Effect,
     EventKind,
     Phase,
-    UserAnswer,
 )
 from toolcalls.workflows.models.principal import Principal
+from toolcalls.workflows.models.question import (
+    UserAnswer,
+)
 from toolcalls.workflows.reach.client import ToolCallClient
 
 HISTORIES = Path(__file__).parent / "histories"

@@ -44,6 +44,8 @@ PASSTHROUGH_MODULES = (
     "toolcalls.workflows.models.principal",
     "toolcalls.workflows.models.verdict",
     "toolcalls.workflows.models.quota",
+    "toolcalls.workflows.models.question",
+    "toolcalls.workflows.models.definitions",
     "toolcalls.workflows.rules.policy",
     "pydantic",
     "pydantic_core",

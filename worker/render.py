@@ -13,9 +13,16 @@ from typing import Any
 
 from toolcalls.activities.spec import ToolSpec
 from toolcalls.workflows.models.approval import ApprovalRecord, ApprovalRequest, PreviewArtifact
-from toolcalls.workflows.models.call import CallEvent, CallState, ToolCallResult, UserQuestion
+from toolcalls.workflows.models.call import (
+    CallEvent,
+    CallState,
+    ToolCallResult,
+)
 from toolcalls.workflows.models.grant import Grant
 from toolcalls.workflows.models.principal import Principal
+from toolcalls.workflows.models.question import (
+    UserQuestion,
+)
 from toolcalls.workflows.models.reconcile import Reconciliation, Settled
 from toolcalls.workflows.reach.client import CallView, PendingCall
 

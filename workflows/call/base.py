@@ -57,6 +57,8 @@ from toolcalls.workflows.models.call import (
     ToolCallRequest,
     ToolCallResult,
     ToolError,
+)
+from toolcalls.workflows.models.question import (
     UserAnswer,
     UserQuestion,
 )

@@ -21,10 +21,8 @@ from toolcalls.workflows.call.deadlines import refuse_late
 from toolcalls.workflows.call.parts import _STATUS_FOR_CODE, _Ended
 from toolcalls.workflows.call.quotas import Quotas
 from toolcalls.workflows.models.call import (
-    MAX_ANSWER_CHARS,
     MEMO_PENDING_QUESTION,
     WORKFLOW_NAME,
-    AskUserOutput,
     CallPlan,
     CallState,
     CallStatus,
@@ -33,9 +31,13 @@ from toolcalls.workflows.models.call import (
     EventKind,
     Phase,
     PlanOutcome,
-    QuestionStatus,
     ToolCallRequest,
     ToolCallResult,
+)
+from toolcalls.workflows.models.question import (
+    MAX_ANSWER_CHARS,
+    AskUserOutput,
+    QuestionStatus,
     UserAnswer,
     UserQuestion,
 )

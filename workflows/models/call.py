@@ -15,7 +15,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from temporalio.common import SearchAttributeKey
 
 from toolcalls.workflows.models.approval import (
-    MAX_APPROVER_CHARS,
     ApprovalRecord,
     ApprovalRequest,
     ApprovalRule,
@@ -23,6 +22,7 @@ from toolcalls.workflows.models.approval import (
 )
 from toolcalls.workflows.models.attest import Attestation
 from toolcalls.workflows.models.principal import Principal
+from toolcalls.workflows.models.question import UserQuestion
 from toolcalls.workflows.models.quota import QuotaCharge
 from toolcalls.workflows.models.verdict import PolicyVerdict
 
@@ -38,11 +38,6 @@ MARKER_WORKFLOW = "ToolCallsEncrypts"
 
 DEFAULT_TASK_QUEUE = "toolcalls"
 DEFAULT_APPROVAL_TIMEOUT = timedelta(hours=24)
-
-MAX_QUESTION_CHARS = 8_000
-MAX_OPTIONS = 10
-MAX_OPTION_CHARS = 500
-MAX_ANSWER_CHARS = 16_384
 
 SEARCH_STATUS = SearchAttributeKey.for_keyword("ToolCallStatus")
 SEARCH_TOOL = SearchAttributeKey.for_keyword("ToolName")
@@ -260,22 +255,6 @@ class PlanInput(_Model):
     """The parent workflow's id, for the policies' context."""
 
 
-class DefinitionsRequest(_Model):
-    """What ``DEFINITIONS_ACTIVITY`` is asked for: a profile's (or every enabled tool's)
-    definitions in one provider's shape."""
-
-    profile: str | None = None
-    format: str = "anthropic"
-
-
-class Definitions(_Model):
-    """Model-facing definitions, and the profile's snapshot identity."""
-
-    profile: str | None
-    digest: str | None
-    definitions: list[dict[str, Any]]
-
-
 class PlanOutcome(_Model):
     plan: CallPlan | None = None
     error: ToolError | None = None
@@ -287,40 +266,6 @@ class PlanOutcome(_Model):
     attestation: Attestation | None = None
     """The deployment's word on this plan, for the workflow run that asked for it: ``inline``
     for a workflow that runs the call itself, ``planned`` for ``ToolCallWorkflow``."""
-
-
-class QuestionStatus(StrEnum):
-    ANSWERED = "answered"
-    DECLINED = "declined"
-    TIMED_OUT = "timed_out"
-
-
-class UserQuestion(_Model):
-    """A question the workflow is waiting to have answered (``ask_user``)."""
-
-    request_id: str
-    workflow_id: str
-    call_id: str
-    question: str
-    options: list[str]
-    asked_at: datetime
-    expires_at: datetime | None
-
-
-class UserAnswer(_Model):
-    """The payload of the ``answer`` update and ``answer_signal`` signal; ``None`` declines."""
-
-    request_id: str
-    answer: str | None
-    responder: str = Field(default="", max_length=MAX_APPROVER_CHARS)
-
-
-class AskUserOutput(_Model):
-    """The output of ``ask_user``."""
-
-    request_id: str
-    status: QuestionStatus
-    answer: str | None
 
 
 class EventKind(StrEnum):

@@ -44,15 +44,19 @@ from toolcalls.workflows.models.call import (
     WORKFLOW_NAME,
     CallState,
     CallStatus,
-    Definitions,
-    DefinitionsRequest,
     Phase,
     ToolCallRequest,
     ToolCallResult,
-    UserQuestion,
+)
+from toolcalls.workflows.models.definitions import (
+    Definitions,
+    DefinitionsRequest,
 )
 from toolcalls.workflows.models.grant import Grant, Revocation
 from toolcalls.workflows.models.limits import PayloadTooLarge, check_request
+from toolcalls.workflows.models.question import (
+    UserQuestion,
+)
 from toolcalls.workflows.models.reconcile import Reconciliation
 from toolcalls.workflows.models.views import (
     CallConflict,
