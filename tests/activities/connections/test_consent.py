@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import html
-import json
 import logging
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,13 +19,8 @@ from urllib.parse import urlsplit
 import httpx
 from temporalio.client import Client
 
-from tests.activities.connections.conftest import (
-    WEEK,
-    Deployment,
-    deployment,
-    inbox_visitor,
-    running,
-)
+from tests.activities.connections.conftest import deployment, inbox_visitor
+from tests.support.connections import WEEK, Deployment, history_text, running
 from tests.support.harness import start_call, wait_for
 from tests.support.oauth_server import OAuthServer
 from toolcalls.activities.connections import Tokens
@@ -35,10 +29,6 @@ from toolcalls.workflows.models.principal import Principal
 
 ALICE = Principal(id="alice")
 BOB = Principal(id="bob")
-
-
-async def history_text(handle: Any) -> str:
-    return json.dumps((await handle.fetch_history()).to_json_dict())
 
 
 async def consent_as(
@@ -86,6 +76,7 @@ async def test_a_call_waits_for_consent_then_acts_with_the_principals_token(
     [grant] = oauth.grants
     assert grant["grant_type"] == "authorization_code"
     assert grant["redirect_uri"] == "http://127.0.0.1:8234/connections/callback"
+    assert "/connections/start?ticket=" in history  # the payloads are searched, decoded
     for secret in oauth.issued:
         assert secret not in history
         assert secret not in result.model_dump_json()
@@ -118,6 +109,7 @@ async def test_an_expired_token_is_refreshed_and_stored(
     assert stored.refresh_token == refresh
     assert stored.expires_at is not None
     assert stored.expires_at > datetime.now(UTC)
+    assert "list_calendar_events" in history
     for secret in oauth.issued:
         assert secret not in history
         assert secret not in caplog.text
