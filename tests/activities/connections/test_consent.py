@@ -24,8 +24,10 @@ from tests.support.connections import WEEK, Deployment, history_text, running
 from tests.support.harness import start_call, wait_for
 from tests.support.oauth_server import OAuthServer
 from toolcalls.activities.connections import Tokens
+from toolcalls.worker.render import view_text
 from toolcalls.workflows.models.call import CallStatus, ErrorCode, Phase
 from toolcalls.workflows.models.principal import Principal
+from toolcalls.workflows.reach.client import ToolCallClient
 
 ALICE = Principal(id="alice")
 BOB = Principal(id="bob")
@@ -209,8 +211,15 @@ async def test_the_consent_page_serves_only_the_principal_signed_in(
             anonymous = await visitor.get(f"{link.path}?{link.query}")
             await visitor.login("bob")
             refused = await visitor.get(f"{link.path}?{link.query}")
+            page = await visitor.get(f"/calls/{handle.id}")
+        shown = view_text(await ToolCallClient(client).status(handle.id))
         await handle.terminate("test over")
     assert anonymous.status_code == 401
     assert refused.status_code == 403
     assert "connects alice's account; you are signed in as bob" in html.unescape(refused.text)
     assert oauth.codes == {}
+    url = state.pending_connection.url
+    assert "Waiting for alice to connect a google account" in page.text
+    assert f'href="{html.escape(url)}"' in page.text
+    assert "waits for alice to connect a google account (until 20" in shown
+    assert f"  {url}" in shown.splitlines()
