@@ -40,7 +40,8 @@ _BEARER = re.compile(r"Bearer at-([a-z0-9]+)-\d+")
 
 @dataclass
 class FakeGoogle:
-    """Google Calendar's ``events.list``: one event, titled after the token's account."""
+    """Google Calendar's ``events.list`` (one event, titled after the token's account) and
+    ``events.insert`` (the event as sent, under its client-chosen id)."""
 
     authorizations: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -52,6 +53,8 @@ class FakeGoogle:
         match = _BEARER.fullmatch(header)
         if match is None:
             return httpx.Response(401, json={"error": {"code": 401, "message": "bad token"}})
+        if request.method == "POST":
+            return httpx.Response(200, json={**json.loads(request.content), "status": "confirmed"})
         account = match.group(1)
         event = google_event(
             f"e{account}",

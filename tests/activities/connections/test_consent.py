@@ -21,10 +21,11 @@ from temporalio.client import Client
 
 from tests.activities.connections.conftest import deployment, inbox_visitor
 from tests.support.connections import WEEK, Deployment, history_text, running
-from tests.support.harness import start_call, wait_for
+from tests.support.harness import decision, pending_approval, start_call, wait_for
 from tests.support.oauth_server import OAuthServer
 from toolcalls.activities.connections import Tokens
 from toolcalls.worker.render import view_text
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.call import CallStatus, ErrorCode, Phase
 from toolcalls.workflows.models.principal import Principal
 from toolcalls.workflows.reach.client import ToolCallClient
@@ -223,3 +224,30 @@ async def test_the_consent_page_serves_only_the_principal_signed_in(
     assert f'href="{html.escape(url)}"' in page.text
     assert "waits for alice to connect a google account (until 20" in shown
     assert f"  {url}" in shown.splitlines()
+
+
+async def test_a_creation_is_approved_and_made_on_the_principals_calendar(
+    client: Client, task_queue: str, tmp_path: Path, oauth: OAuthServer
+) -> None:
+    config = deployment(tmp_path, task_queue, oauth)
+    lunch = {
+        "title": "Lunch",
+        "start": "2026-01-07T12:00:00+01:00",
+        "end": "2026-01-07T13:00:00+01:00",
+    }
+    async with running(client, config) as dep:
+        access, refresh = oauth.tokens_for("alice")
+        dep.connections.store.put("google", "alice", Tokens(access, refresh, None, ()))
+        handle = await start_call(
+            client, task_queue, "create_calendar_event", lunch, principal=ALICE
+        )
+        pending = await pending_approval(handle)
+        assert dep.google.authorizations == []  # the preview reads the token, sends nothing
+        await handle.execute_update(ToolCallWorkflow.decide, decision(pending))
+        result = await asyncio.wait_for(handle.result(), 30)
+        history = await history_text(handle)
+    assert result.status is CallStatus.COMPLETED, result.error
+    assert result.output["event"]["summary"] == "Lunch"
+    assert dep.google.authorizations == [f"Bearer {access}"]
+    assert access not in pending.model_dump_json()
+    assert access not in history
