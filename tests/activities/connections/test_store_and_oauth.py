@@ -9,7 +9,7 @@ import secrets
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -29,6 +29,10 @@ from toolcalls.worker.config import ConfigError, config_problems, parse_config
 from toolcalls.worker.connections import cli
 from toolcalls.worker.connections.build import deployment_connections
 from toolcalls.worker.exits import EXIT_FAILED, CommandError
+from toolcalls.worker.mcp.follow import progress_text
+from toolcalls.workflows.models.call import CallState, Phase
+from toolcalls.workflows.models.connection import ConsentRequest
+from toolcalls.workflows.reach.client import CallView
 
 KEYS = [("k2", secrets.token_bytes(32)), ("k1", secrets.token_bytes(32))]
 TICKET = Ticket("google", "alice", "call-1", "call-1", int(datetime.now(UTC).timestamp()) + 600)
@@ -183,3 +187,22 @@ def test_the_configuration_names_what_a_connection_lacks() -> None:
         parse_config(
             {**base, "connections": {"providers": [{"name": "google", "client_id": "c"}]}}, "t"
         )
+
+
+def test_the_mcp_front_shows_the_consent_link_while_a_call_waits() -> None:
+    consent = ConsentRequest(provider="google", principal="alice", url="https://i.test/c?t=1")
+    state = CallState(
+        workflow_id="w",
+        call_id="w",
+        tool="list_calendar_events",
+        phase=Phase.AWAITING_CONNECTION,
+        capabilities=[],
+        pending_approval=None,
+        pending_question=None,
+        events=[],
+        result=None,
+        pending_connection=consent,
+    )
+    view = CallView(state, live=True, running=True, history_events=[])
+    text = progress_text(cast(Any, None), view)
+    assert text == "waiting for alice to connect a google account: https://i.test/c?t=1"
