@@ -4,9 +4,10 @@
 checks it, and sends the browser to the provider's authorization endpoint with a new PKCE
 challenge (S256) and a sealed ``state`` that carries the ticket and the verifier. ``callback``
 opens the state (a changed or foreign one is refused), exchanges the code at the token endpoint
-with the verifier, stores the tokens under the ticket's principal, and signals the call
-``connected``. By default the person must be signed in to the inbox as the ticket's principal:
-whoever consents decides which account the principal's calls act on.
+with the verifier, stores the tokens under the ticket's principal, and signals ``connected`` to
+the call and to every other call waiting for that principal's account. By default the person
+must be signed in to the inbox as the ticket's principal: whoever consents decides which account
+the principal's calls act on.
 """
 
 from __future__ import annotations
@@ -17,12 +18,18 @@ import logging
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
+from temporalio.client import Client
 from temporalio.service import RPCError
 
 from toolcalls.activities.connections import BadTicket, Connections, OAuthError, Ticket
 from toolcalls.activities.connections.oauth import exchange_code, pkce_pair
 from toolcalls.worker.inbox.auth import Refusal
-from toolcalls.workflows.models.connection import CONNECTED_SIGNAL, ConnectedNotice
+from toolcalls.workflows.models.call import SEARCH_STATUS, WORKFLOW_NAME, Phase
+from toolcalls.workflows.models.connection import (
+    CONNECTED_SIGNAL,
+    MEMO_PENDING_CONNECTION,
+    ConnectedNotice,
+)
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -31,6 +38,12 @@ if TYPE_CHECKING:
     from toolcalls.worker.inbox.base import Inbox
 
 log = logging.getLogger("toolcalls.inbox")
+MAX_TOLD = 1_000
+"""At most this many other waiting calls of the principal are told of a new connection."""
+WAITING_FOR_CONNECTION = (
+    f'WorkflowType = "{WORKFLOW_NAME}" AND ExecutionStatus = "Running" AND '
+    f'{SEARCH_STATUS.name} = "{Phase.AWAITING_CONNECTION.value}"'
+)
 
 
 def _connections(inbox: Inbox) -> Connections:
@@ -53,6 +66,30 @@ def _check_person(inbox: Inbox, request: Request, ticket: Ticket) -> None:
             f"this link connects {ticket.principal}'s account; you are signed in as "
             f"{viewer.identity.name}",
         )
+
+
+async def _tell_waiting_calls(client: Client, ticket: Ticket) -> None:
+    """Signal ``connected`` to the ticket's call and to every other call that waits for the same
+    principal's account (as visibility lists them), so none waits out its timer."""
+    notice = ConnectedNotice(provider=ticket.provider, principal=ticket.principal)
+    targets = [ticket.workflow_id]
+    try:
+        async for execution in client.list_workflows(WAITING_FOR_CONNECTION, limit=MAX_TOLD):
+            pending = (await execution.memo()).get(MEMO_PENDING_CONNECTION)
+            if (
+                isinstance(pending, dict)
+                and pending.get("provider") == ticket.provider
+                and pending.get("principal") == ticket.principal
+                and execution.id not in targets
+            ):
+                targets.append(execution.id)
+    except (RPCError, ValueError) as exc:  # the ticket's own call is still told
+        log.info("calls waiting for a connection could not be listed: %s", exc)
+    for workflow_id in targets:
+        try:
+            await client.get_workflow_handle(workflow_id).signal(CONNECTED_SIGNAL, notice)
+        except RPCError as exc:  # the call ended meanwhile: the connection serves the next one
+            log.info("call %s was not told of the connection: %s", workflow_id, exc.message)
 
 
 async def start(inbox: Inbox, request: Request) -> Response:
@@ -118,13 +155,7 @@ async def callback(inbox: Inbox, request: Request) -> Response:
         raise Refusal(502, f"connecting failed: {exc}") from None
     await asyncio.to_thread(connections.store.put, ticket.provider, ticket.principal, tokens)
     log.info("%s connection of %s stored", ticket.provider, ticket.principal)
-    notice = ConnectedNotice(provider=ticket.provider, principal=ticket.principal)
-    try:
-        await inbox.calls.client.get_workflow_handle(ticket.workflow_id).signal(
-            CONNECTED_SIGNAL, notice
-        )
-    except RPCError as exc:  # the call ended meanwhile: the connection serves the next one
-        log.info("call %s was not told of the connection: %s", ticket.workflow_id, exc.message)
+    await _tell_waiting_calls(inbox.calls.client, ticket)
     text = html.escape(f"{ticket.principal}'s {ticket.provider} account is connected")
     return HTMLResponse(
         "<!doctype html><html lang=en><meta charset=utf-8><title>connected</title>"

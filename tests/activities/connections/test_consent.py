@@ -251,3 +251,33 @@ async def test_a_creation_is_approved_and_made_on_the_principals_calendar(
     assert dep.google.authorizations == [f"Bearer {access}"]
     assert access not in pending.model_dump_json()
     assert access not in history
+
+
+async def test_one_consent_lets_every_call_waiting_for_it_go_on(
+    client: Client, task_queue: str, tmp_path: Path, oauth: OAuthServer
+) -> None:
+    config = deployment(tmp_path, task_queue, oauth)
+    async with running(client, config) as dep:
+        handles = [
+            await start_call(client, task_queue, "list_calendar_events", WEEK, principal=ALICE)
+            for _ in range(2)
+        ]
+        states = [
+            await wait_for(h, lambda s: s.phase is Phase.AWAITING_CONNECTION) for h in handles
+        ]
+        ids = {h.id for h in handles}
+        query = (
+            f'WorkflowId IN ("{handles[0].id}", "{handles[1].id}") '
+            'AND ToolCallStatus = "awaiting_connection"'
+        )
+        for _ in range(100):  # visibility lists the second call a moment after it waits
+            listed = {e.id async for e in client.list_workflows(query)}
+            if listed == ids:
+                break
+            await asyncio.sleep(0.1)
+        assert states[0].pending_connection is not None
+        page = await consent_as(client, dep, oauth, states[0].pending_connection.url, "alice")
+        assert page.status_code == 200, page.text
+        results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 30)
+    assert [r.status for r in results] == [CallStatus.COMPLETED] * 2
+    assert dep.google.authorizations == ["Bearer at-alice-1"] * 2
