@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from temporalio.exceptions import ApplicationError
 
 from tests.activities.connections.conftest import deployment
 from tests.support.oauth_server import CLIENT_SECRET, OAuthServer
@@ -23,6 +24,7 @@ from toolcalls.activities.connections import (
     Sealer,
     Ticket,
     Tokens,
+    acting_principal,
 )
 from toolcalls.activities.connections.oauth import exchange_code, pkce_pair
 from toolcalls.worker.config import ConfigError, config_problems, parse_config
@@ -206,3 +208,34 @@ def test_the_mcp_front_shows_the_consent_link_while_a_call_waits() -> None:
     view = CallView(state, live=True, running=True, history_events=[])
     text = progress_text(cast(Any, None), view)
     assert text == "waiting for alice to connect a google account: https://i.test/c?t=1"
+
+
+async def test_a_request_acts_only_for_the_principal_the_call_runs_for(
+    tmp_path: Path, oauth: OAuthServer
+) -> None:
+    import os
+
+    config = deployment(tmp_path, "tq", oauth)
+    connections = deployment_connections(config, os.environ)
+    assert connections is not None
+    connections.store.put("google", "alice", Tokens("at-alice-9", None, None, ()))
+    headers = connections.bearer("google", "list_calendar_events")
+    with pytest.raises(ApplicationError) as nobody:
+        await headers()
+    assert nobody.value.type == "connection_required"
+    marker = acting_principal.set("alice")
+    try:
+        assert await headers() == {"Authorization": "Bearer at-alice-9"}
+    finally:
+        acting_principal.reset(marker)
+    marker = acting_principal.set("bob")
+    try:
+        with pytest.raises(ApplicationError) as bob:
+            await headers()
+    finally:
+        acting_principal.reset(marker)
+    assert bob.value.type == "connection_required"
+    assert bob.value.message == (
+        "list_calendar_events: bob has not connected a google account; call again to be asked "
+        "to connect; nothing was sent"
+    )
