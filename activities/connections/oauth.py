@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -99,10 +100,14 @@ class Sealer:
             raise BadTicket("this link is not one the deployment made")
         return _unexpired(ticket, now)
 
-    def state(self, ticket: Ticket, verifier: str) -> str:
+    def state(self, ticket: Ticket, verifier: str, now: datetime | None = None) -> str:
+        """The sealed state of one visit to the provider: the ticket, the verifier, and an
+        expiry ``STATE_LIFETIME`` away (never past the ticket's)."""
         key_id, key = self._keys[0]
         nonce = os.urandom(12)
-        plain = json.dumps([*ticket.fields(), verifier]).encode()
+        until = int(((now or datetime.now(UTC)) + STATE_LIFETIME).timestamp())
+        expiring = dataclasses.replace(ticket, expires=min(ticket.expires, until))
+        plain = json.dumps([*expiring.fields(), verifier]).encode()
         sealed = AESGCM(_derive(key, _STATE)).encrypt(nonce, plain, key_id.encode())
         return f"{key_id}.{_b64(nonce + sealed)}"
 

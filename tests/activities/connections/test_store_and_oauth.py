@@ -239,3 +239,11 @@ async def test_a_request_acts_only_for_the_principal_the_call_runs_for(
         "list_calendar_events: bob has not connected a google account; call again to be asked "
         "to connect; nothing was sent"
     )
+
+
+def test_a_state_expires_soon_after_the_link_was_followed() -> None:
+    sealer = Sealer(KEYS)
+    now = datetime.now(UTC)
+    state = sealer.state(TICKET, "verifier", now=now - timedelta(minutes=16))
+    with pytest.raises(BadTicket, match="expired"):
+        sealer.open_state(state, now=now)
