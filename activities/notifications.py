@@ -11,6 +11,10 @@ posts and drop duplicates; with a secret (read from the worker's environment at 
 from history) both are signed with the body by HMAC-SHA256. A failure raises an error for the
 workflow to record (retryable unless the URL is refused); it never decides anything about the
 call.
+
+A chat channel (``toolcalls.worker.chat``: Slack) is notified the same way, by its name among the
+plan's targets: the worker hands the notifier the channels it configured, and the activity passes
+the notification, once attested, to the channel, which posts it with its own client.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import os
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from temporalio import activity
@@ -59,6 +63,14 @@ USER_AGENT = "toolcalls-notify/0.1"
 MAX_RESPONSE_BYTES = 65_536
 DEFAULT_LINK = "http://localhost:8233/namespaces/{namespace}/workflows/{workflow_id}"
 """The dev server's Temporal UI page of the call; the approval inbox's URL is the better link."""
+
+
+class ChatChannel(Protocol):
+    """A chat the ``toolcalls.notify`` activity posts a waiting call to, beside the webhooks."""
+
+    async def post(self, notification: Notification, link: str) -> None:
+        """Post ``notification`` (``link``: the call's page); raise ``tool_error`` on failure."""
+        ...
 
 
 class _Section(BaseModel):
@@ -174,15 +186,18 @@ class Notifier:
         environ: Mapping[str, str] | None = None,
         guard: NetworkGuard | None = None,
         attestor: Attestor | None = None,
+        channels: Mapping[str, ChatChannel] | None = None,
     ) -> None:
         """``attestor``: the deployment's attestation keys (without one, keys of its own: only
-        notifications of this process's own ``ToolCallWorkflow`` runs are posted)."""
+        notifications of this process's own ``ToolCallWorkflow`` runs are posted); ``channels``:
+        the chats notified by name beside the webhooks."""
         self.settings = settings
         self.attestor = attestor or Attestor.ephemeral()
         self.namespace = namespace
         self.environ = os.environ if environ is None else environ
         self._webhooks = {webhook.name: webhook for webhook in settings.webhooks}
         self._guard = guard
+        self._channels = dict(channels or {})
 
     def activities(self) -> list[Any]:
         @activity.defn(name=NOTIFY_ACTIVITY)
@@ -210,15 +225,19 @@ class Notifier:
         return None
 
     async def post(self, notification: Notification) -> None:
+        link = self.settings.link.format(
+            workflow_id=notification.workflow_id, namespace=self.namespace
+        )
+        channel = self._channels.get(notification.webhook)
+        if channel is not None:
+            await channel.post(notification, link)
+            return
         webhook = self._webhooks.get(notification.webhook)
         if webhook is None:
             raise tool_error(
                 ErrorCode.CONFIGURATION_ERROR,
                 f"notify: no webhook {notification.webhook!r} on this worker",
             )
-        link = self.settings.link.format(
-            workflow_id=notification.workflow_id, namespace=self.namespace
-        )
         delivery_id = delivery_id_of(activity.info())
         # This attempt's own time, whole seconds: what a receiver's replay window is measured on.
         sent = int(time.time())

@@ -28,6 +28,7 @@ from toolcalls.activities.family import AnyFamily, Deployment, Family, FamilySet
 from toolcalls.activities.notifications import NotificationsSettings
 from toolcalls.activities.quotas.settings import MAX_QUOTAS, QuotaSettings
 from toolcalls.activities.spec import Timeouts, ToolSpec
+from toolcalls.worker.chat.slack.settings import TARGET as SLACK_TARGET, SlackSection
 from toolcalls.worker.inbox.settings import InboxSection, inbox_problems
 from toolcalls.worker.mcp.oauth_settings import scope_problems
 from toolcalls.worker.mcp.settings import McpSection
@@ -98,6 +99,9 @@ class BaseConfig(_Section):
     inbox: InboxSection = Field(default_factory=InboxSection)
     connections: ConnectionsSettings = Field(default_factory=ConnectionsSettings)
     """Per-principal OAuth connections (``toolcalls.activities.connections``)."""
+    # Slack interactive approvals (worker/chat/slack/settings.py): the worker posts waiting calls
+    # there, the inbox's process takes their buttons.
+    slack: SlackSection | None = None
 
     @field_validator("log_level")
     @classmethod
@@ -263,6 +267,13 @@ def build_catalog(
     problems += wrong
     problems += scope_problems(config.mcp.oauth, profiles)
     problems += inbox_problems(config.inbox, config.approvers)
+    if config.slack is not None and any(
+        webhook.name == SLACK_TARGET for webhook in config.notifications.webhooks
+    ):
+        problems.append(
+            f"notifications.webhooks: {SLACK_TARGET!r} names the [slack] channel; "
+            "name the webhook otherwise"
+        )
     problems += config_problems(config, families)
     if problems:
         raise ConfigError(f"{source}: " + "; ".join(problems))

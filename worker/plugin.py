@@ -37,6 +37,7 @@ from toolcalls.activities.notifications import Notifier
 from toolcalls.activities.quotas import QuotaLedgers
 from toolcalls.activities.runtime import ToolRuntime
 from toolcalls.worker.attestation import deployment_attestor
+from toolcalls.worker.chat.slack import TARGET as SLACK_TARGET, SlackAPI, SlackChannel
 from toolcalls.worker.config import Config, ConfigError, build_catalog, policy_sets
 from toolcalls.worker.connections.build import deployment_connections
 from toolcalls.worker.fast_path import (
@@ -72,11 +73,42 @@ OWN_WORKFLOWS = (
 )
 """The workflows this plugin adds to a worker."""
 
+UNCACHED_WORKFLOW_TASKS = 1
+"""The workflow tasks a worker without a workflow cache (``max_cached_workflows=0``) may hold at
+once. Without a cache the SDK (temporalio 1.35) keeps one run in memory, and a workflow task for
+another run that arrives while it is held makes the SDK evict that run, cancelling the local
+activity it waits for (its ``plan``); the task is never completed, times out, and the same race
+repeats on every retry, so calls started together never finish (sdk-rust #1304, #1482). One task
+at a time leaves no task to arrive while a ``plan`` runs."""
+
+
+def check_uncached(config: WorkerConfig) -> None:
+    """Refuse a worker without a workflow cache that would take several workflow tasks at once.
+
+    Raises:
+        ConfigError: naming both settings.
+    """
+    if config.get("max_cached_workflows") != 0:
+        return
+    if config.get("max_concurrent_workflow_tasks") == UNCACHED_WORKFLOW_TASKS:
+        return
+    raise ConfigError(
+        "max_cached_workflows=0 needs max_concurrent_workflow_tasks=1 on a worker running "
+        "ToolCallWorkflow: without a cache the SDK cancels a call's plan local activity whenever "
+        "another workflow task arrives, and calls started together never finish"
+    )
+
 
 def sandbox_runner(*, isolate: bool = True) -> SandboxedWorkflowRunner:
     """The SDK's sandbox for a parent workflow's worker, sharing our pure modules between
     workflow runs (and, not ``isolate``, the whole ``toolcalls.workflows`` package)."""
     return with_passthrough(SandboxedWorkflowRunner(), isolate=isolate)
+
+
+def notification_targets(config: Config) -> list[str]:
+    """What a waiting call notifies, by name: the webhooks, and the Slack channel when set."""
+    targets = [webhook.name for webhook in config.notifications.webhooks]
+    return [*targets, SLACK_TARGET] if config.slack is not None else targets
 
 
 class ServedQueue:
@@ -223,7 +255,7 @@ class ToolCallsPlugin(SimplePlugin):
             deployment.ceiling_policy(),
             # An inbox user's groups are groups of the approver rules too.
             approvers=with_inbox_groups(deployment.approvers, deployment.inbox.users),
-            webhooks=[webhook.name for webhook in deployment.notifications.webhooks],
+            webhooks=notification_targets(deployment),
             result_bytes=deployment.payloads.result_bytes,
             codec=client.data_converter.payload_codec,
             attestor=attestor,
@@ -237,6 +269,7 @@ class ToolCallsPlugin(SimplePlugin):
             local = [name for name in runtime.pure_tools() if name in served.tools]
             activities += runtime.workflow_activities(local if served.workflows else ())
         if served.workflows:
+            check_uncached(config)
             # The workflow's own helpers: the standing-grant lookup and the notifications.
             activities += GrantFinder(client, attestor).activities()
             activities += QuotaLedgers(client).activities()
@@ -245,6 +278,7 @@ class ToolCallsPlugin(SimplePlugin):
                 namespace=client.namespace,
                 environ=self._environ,
                 attestor=attestor,
+                channels=self._channels(deployment, client),
             ).activities()
             config["workflows"] = [*config.get("workflows", ()), *OWN_WORKFLOWS]
             isolate = deployment.worker.isolate_workflows
@@ -268,6 +302,20 @@ class ToolCallsPlugin(SimplePlugin):
         if closing and activities:
             self._closing[activities[0]] = closing
         return config
+
+    def _channels(self, deployment: Config, client: Client) -> dict[str, SlackChannel]:
+        """The chats the notify activity posts to, by target name (a prebuilt ``SlackAPI`` in
+        ``instances`` stands for the Web API: tests)."""
+        if deployment.slack is None:
+            return {}
+        api = self._instances.get(SlackAPI)
+        if not isinstance(api, SlackAPI):
+            api = SlackAPI(
+                deployment.slack.bot_token_env,
+                self._environ,
+                timeout_seconds=deployment.slack.timeout_seconds,
+            )
+        return {SLACK_TARGET: SlackChannel(deployment.slack, api, client)}
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
         """Run the worker; once it has stopped, close what its families built for it (an object

@@ -22,7 +22,7 @@ from temporalio.worker import Worker
 from toolcalls.activities.families import BUILTIN_FAMILIES
 from toolcalls.activities.family import AnyFamily, FamilyError
 from toolcalls.worker.config import Config, build_catalog
-from toolcalls.worker.plugin import ToolCallsPlugin
+from toolcalls.worker.plugin import UNCACHED_WORKFLOW_TASKS, ToolCallsPlugin
 from toolcalls.worker.telemetry.counters import counters_at_zero
 from toolcalls.worker.telemetry.endpoint import Health
 from toolcalls.workflows.models.call import SEARCH_ATTRIBUTES
@@ -45,6 +45,9 @@ def build_worker(
     workflows, plus its tools; ``instances`` are prebuilt tool objects (tests)."""
     # The binary runs only our workflows: it takes the fast path unless the file says otherwise.
     fast_path = config.worker.fast_path is not False
+    # Without a cache, one workflow task at a time: the SDK cannot run several calls' plans then
+    # (toolcalls.worker.plugin.UNCACHED_WORKFLOW_TASKS).
+    uncached = config.worker.max_cached_workflows == 0
     plugin = ToolCallsPlugin(config, families=families, instances=instances, fast_path=fast_path)
     try:
         served = plugin.served(config.queue)
@@ -57,6 +60,7 @@ def build_worker(
             graceful_shutdown_timeout=timedelta(seconds=config.worker.graceful_shutdown_seconds),
             max_concurrent_activities=config.worker.max_concurrent_activities,
             max_cached_workflows=config.worker.max_cached_workflows,
+            max_concurrent_workflow_tasks=UNCACHED_WORKFLOW_TASKS if uncached else None,
             no_remote_activities=not served.remote_activities,
         )
     except FamilyError as exc:
@@ -132,6 +136,10 @@ async def serve(
         "yes" if config.serves_workflows else "no",
         ", ".join(served) or "none",
     )
+    if config.serves_workflows and config.worker.max_cached_workflows == 0:
+        log.info(
+            "max_cached_workflows = 0: every workflow task replays its history, one task at a time"
+        )
     async with worker:
         if health is not None:
             health.polling(client, worker)

@@ -70,6 +70,8 @@ class WorkerSection(_Section):
     graceful_shutdown_seconds: Seconds = 30
     max_concurrent_activities: int = Field(default=100, ge=1)
     max_cached_workflows: int = Field(default=1000, ge=0)
+    """0: no cache, every workflow task replays its history; such a worker takes one workflow task
+    at a time (``toolcalls.worker.plugin.UNCACHED_WORKFLOW_TASKS``)."""
     isolate_workflows: bool = False
     """Run our workflows in the sandbox re-importing their code for every workflow run (slower;
     see performance); false shares the ``toolcalls.workflows`` package between runs (and, on the

@@ -30,7 +30,13 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer, Worker
 
-from tests.support.harness import history_types, make_config, pending_approval, running_worker
+from tests.support.harness import (
+    Handle,
+    history_types,
+    make_config,
+    pending_approval,
+    running_worker,
+)
 from tests.support.pydantic_agent import (
     SCRIPTS,
     SEEN,
@@ -167,7 +173,7 @@ async def test_an_approval_waits_durably_across_worker_restarts(
     async with running_worker(client, config, probes), agent_worker(client, queue):
         handle = await start_agent(client, queue, prompt, task_queue)
         child_id = inline_workflow_id(handle.id, "w1")
-        child = client.get_workflow_handle_for(ToolCallWorkflow.run, child_id)
+        child: Handle = client.get_workflow_handle_for(ToolCallWorkflow.run, child_id)
         pending = await pending_approval(child)
     assert pending.tool == "probe_write"
     assert probes.runs == {}

@@ -51,13 +51,11 @@ async def running_worker(
     client: Client,
     config: Config,
     probes: ProbeTools | None = None,
-    **overrides: Any,
 ) -> AsyncIterator[ProbeTools]:
-    """Run a worker for ``config`` (with every probe tool) for the duration of the block."""
+    """Run a worker for ``config`` (with every probe tool) for the duration of the block; its
+    options are the config's ``[worker]`` section, as ``toolcalls worker`` would give them."""
     probes = probes or ProbeTools()
     worker = build_worker(client, config, families=ALL_FAMILIES, instances={ProbeTools: probes})
-    for key, value in overrides.items():
-        setattr(worker, key, value)
     async with worker:
         yield probes
 

@@ -142,6 +142,34 @@ async def test_the_binary_builds_its_worker_through_the_plugin(
     assert [p.name() for p in worker.config()["plugins"]] == [PLUGIN_NAME]
 
 
+async def test_a_worker_without_a_cache_must_take_one_workflow_task_at_a_time(
+    client: Client, task_queue: str
+) -> None:
+    plugin = ToolCallsPlugin(parse_config({}))
+    # Several tasks at once and no cache: calls started together would never finish (the SDK
+    # cancels a call's plan whenever another task arrives), so the worker is refused at once.
+    with pytest.raises(
+        ConfigError, match=r"^max_cached_workflows=0 needs max_concurrent_workflow_tasks=1 on a"
+    ):
+        Worker(client, task_queue=task_queue, plugins=[plugin], max_cached_workflows=0)
+    one = Worker(
+        client,
+        task_queue=task_queue,
+        plugins=[plugin],
+        max_cached_workflows=0,
+        max_concurrent_workflow_tasks=1,
+    )
+    assert one.config(active_config=True).get("max_concurrent_workflow_tasks") == 1
+    # A worker serving only tools runs no workflow, so its cache is its own business.
+    tools_only = parse_config({"worker": {"serve_workflows": False}})
+    Worker(
+        client,
+        task_queue=f"{task_queue}-tools",
+        plugins=[ToolCallsPlugin(tools_only)],
+        max_cached_workflows=0,
+    )
+
+
 async def test_a_replayer_with_the_plugin_replays_a_call(client: Client, task_queue: str) -> None:
     async with running_worker(client, make_config(task_queue)):
         handle = await client.start_workflow(

@@ -26,6 +26,7 @@ from toolcalls.worker.devserver import temporal_binary
 from toolcalls.worker.run import StartupError, build_worker, ensure_search_attributes, serve
 from toolcalls.workflows.call.definitions import DefinitionsWorkflow
 from toolcalls.workflows.call.grants import GrantWorkflow
+from toolcalls.workflows.call.ledger import QuotaLedgerWorkflow
 from toolcalls.workflows.call.marker import EncryptsMarkerWorkflow
 from toolcalls.workflows.call.reconcile import ToolCallReconcileWorkflow
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
@@ -283,6 +284,8 @@ async def test_worker_options_come_from_the_config(client: Client, task_queue: s
     options = build_worker(client, config).config(active_config=True)
     assert options["task_queue"] == task_queue
     assert options.get("max_cached_workflows") == 0
+    # Without a cache, one workflow task at a time (plugin.UNCACHED_WORKFLOW_TASKS).
+    assert options.get("max_concurrent_workflow_tasks") == 1
     assert options.get("max_concurrent_activities") == 9
     assert options.get("graceful_shutdown_timeout") == timedelta(seconds=3)
     assert list(options.get("workflows") or []) == [
@@ -291,4 +294,9 @@ async def test_worker_options_come_from_the_config(client: Client, task_queue: s
         DefinitionsWorkflow,
         ToolCallReconcileWorkflow,
         EncryptsMarkerWorkflow,
+        QuotaLedgerWorkflow,
     ]
+    other = f"{task_queue}-cached"
+    cached = build_worker(client, config_for(other)).config(active_config=True)
+    assert cached.get("max_cached_workflows") == 1000
+    assert cached.get("max_concurrent_workflow_tasks") is None

@@ -211,11 +211,11 @@ async def test_a_policy_changed_after_the_plan_affects_only_new_calls(
     path.write_text('@approval("required")\npermit(principal, action, resource);\n')
     sets = [{"name": "main", "files": [str(path)]}]
     cfg = config(task_queue, tmp_path, sets=sets)
-    async with running_worker(client, cfg, max_cached_workflows=0):
+    async with running_worker(client, cfg):
         handle = await start_call(client, task_queue, "probe_echo", {"text": "p"}, principal=ALICE)
         pending = await pending_approval(handle)
     path.write_text('@id("nothing")\nforbid(principal, action, resource);\n')
-    # A new worker, with the new policy and no cache: the waiting call replays its recorded plan.
+    # A new worker, with the new policy: the waiting call replays its recorded plan there.
     async with running_worker(client, config(task_queue, tmp_path, sets=sets)) as probes:
         await handle.execute_update("decide", decision(pending))
         result = await asyncio.wait_for(handle.result(), 30)

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+    from toolcalls.worker.chat.slack import SlackInteractions
+
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
@@ -69,8 +71,9 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
-def app(inbox: Inbox) -> Starlette:
-    """The ASGI application serving ``inbox``."""
+def app(inbox: Inbox, *, slack: SlackInteractions | None = None) -> Starlette:
+    """The ASGI application serving ``inbox`` (and ``slack``'s interactions endpoint, with its
+    own authentication: Slack's request signature, not a session)."""
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
     from starlette.routing import Mount, Route
@@ -98,6 +101,10 @@ def app(inbox: Inbox) -> Starlette:
         Route("/calls/{workflow_id:path}", bound(actions.act), methods=["POST"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
+    if slack is not None:
+        from toolcalls.worker.chat.slack import PATH
+
+        routes.append(Route(PATH, slack.endpoint, methods=["POST"]))
 
     async def refused(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, Refusal)

@@ -5,6 +5,10 @@ The inbox connects like every command and reaches calls only through ``ToolCallC
 listens on ``[inbox] listen`` (``--listen`` beats it) with uvicorn, which is told not to believe
 ``X-Forwarded-*`` headers: the client address the proxy rules check is the TCP peer's.
 
+With a ``[slack]`` section it also serves ``POST /slack/interactions``, where Slack sends the
+buttons of the requests the worker posted (``toolcalls.worker.chat.slack``); the signing secret
+and the bot token are read from the variables the section names when the inbox starts.
+
 ``toolcalls worker --dev --inbox`` serves it beside the worker and the embedded dev server; when
 the file lists no ``[[inbox.users]]`` (and no proxy) and the inbox listens on loopback, it makes a
 ``dev`` account whose password is generated at each start and printed. Nothing else ever makes an
@@ -28,6 +32,13 @@ from typing import TextIO
 from toolcalls.activities.connections import Connections
 from toolcalls.activities.family import Extra
 from toolcalls.worker.arguments import EXIT_OK, EXIT_USAGE, CommandError
+from toolcalls.worker.chat.slack import (
+    PATH as SLACK_PATH,
+    RequestVerifier,
+    SlackAPI,
+    SlackInteractions,
+    SlackSection,
+)
 from toolcalls.worker.commands import connect_tools
 from toolcalls.worker.config import Config, ConfigError
 from toolcalls.worker.connections.build import deployment_connections
@@ -47,6 +58,47 @@ log = logging.getLogger("toolcalls.inbox")
 
 
 @dataclass(frozen=True)
+class SlackPlan:
+    """The Slack interactions endpoint an inbox serves: its section, secrets and call links."""
+
+    section: SlackSection
+    signing_secret: str
+    link: str
+    """``[notifications] link``: ``{workflow_id}`` and ``{namespace}`` are filled in."""
+    environ: Mapping[str, str]
+
+    def endpoint(self, calls: ToolCallClient) -> SlackInteractions:
+        api = SlackAPI(
+            self.section.bot_token_env, self.environ, timeout_seconds=self.section.timeout_seconds
+        )
+        namespace = calls.client.namespace
+        return SlackInteractions(
+            self.section,
+            api,
+            calls,
+            RequestVerifier(self.signing_secret),
+            lambda workflow_id: self.link.format(workflow_id=workflow_id, namespace=namespace),
+        )
+
+
+def slack_plan(config: Config, environ: Mapping[str, str]) -> SlackPlan | None:
+    """The ``[slack]`` endpoint of ``config``, if it has one.
+
+    Raises:
+        ConfigError: the signing secret or the bot token is not set.
+    """
+    section = config.slack
+    if section is None:
+        return None
+    secret = environ.get(section.signing_secret_env)
+    if not secret:
+        raise ConfigError(f"slack: ${section.signing_secret_env} is not set (the signing secret)")
+    if not environ.get(section.bot_token_env):
+        raise ConfigError(f"slack: ${section.bot_token_env} is not set (the bot token)")
+    return SlackPlan(section, secret, config.notifications.link, environ)
+
+
+@dataclass(frozen=True)
 class Plan:
     """What an inbox will serve, settled before anything connects."""
 
@@ -55,6 +107,7 @@ class Plan:
     dev_password: str | None = None
     connections: Connections | None = None
     """``[connections]``: the inbox serves their consent pages."""
+    slack: SlackPlan | None = None
 
     @property
     def url(self) -> str:
@@ -70,6 +123,8 @@ class Plan:
             how = f"users named by {section.proxy_header} from {', '.join(section.trusted_proxies)}"
         else:
             how = f"{len(section.users)} accounts from [[inbox.users]]"
+        if self.slack is not None:
+            how += f"; Slack interactions at {self.url}{SLACK_PATH}"
         return f"inbox at {self.url}; {how}"
 
 
@@ -113,7 +168,13 @@ def plan(
     secret, from_env = session_secret(section, environ)
     if not from_env:
         log.info("sessions end when the inbox stops (no [inbox] session_secret_env)")
-    return Plan(section, secret, password, deployment_connections(config, environ))
+    return Plan(
+        section,
+        secret,
+        password,
+        connections=deployment_connections(config, environ),
+        slack=slack_plan(config, environ),
+    )
 
 
 class _Server:
@@ -127,8 +188,9 @@ class _Server:
         from toolcalls.worker.inbox.base import Inbox
 
         self.inbox = Inbox(calls, plan.section, plan.secret, connections=plan.connections)
+        self.slack = None if plan.slack is None else plan.slack.endpoint(calls)
         config = uvicorn.Config(
-            app(self.inbox),
+            app(self.inbox, slack=self.slack),
             log_level="warning",
             access_log=False,
             proxy_headers=False,
@@ -186,7 +248,10 @@ async def serve(
     """Serve the inbox until ``stop`` is set; ``announce`` gets its URL once it listens."""
     sock = bind(plan_.section.listen)
     try:
-        await _Server(plan_, calls).serve(sock, stop, lambda: announce(plan_.announcement()))
+        server = _Server(plan_, calls)
+        await server.serve(sock, stop, lambda: announce(plan_.announcement()))
+        if server.slack is not None:
+            await server.slack.idle()  # clicks already answered are decided before it stops
     finally:
         sock.close()
 
