@@ -351,6 +351,14 @@ def view_text(view: CallView) -> str:
         lines += _approval_lines(state.pending_approval)
     if state.pending_question is not None:
         lines += _question_lines(state.pending_question)
+    if state.pending_connection is not None:
+        consent = state.pending_connection
+        until = consent.expires_at.isoformat() if consent.expires_at else "no time limit"
+        lines += [
+            f"waits for {consent.principal} to connect a {consent.provider} account "
+            f"(until {until}):",
+            f"  {consent.url}",
+        ]
     if state.events:
         lines += _event_lines(state.events)
     if view.history_events:

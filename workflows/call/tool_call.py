@@ -17,9 +17,9 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError, CancelledError
 
 from toolcalls.workflows.call import telemetry
+from toolcalls.workflows.call.connections import Connecting
 from toolcalls.workflows.call.deadlines import refuse_late
 from toolcalls.workflows.call.parts import _STATUS_FOR_CODE, _Ended
-from toolcalls.workflows.call.quotas import Quotas
 from toolcalls.workflows.models.call import (
     MEMO_PENDING_QUESTION,
     WORKFLOW_NAME,
@@ -50,7 +50,7 @@ from toolcalls.workflows.rules import policy
     # fails the workflow at once instead of failing its first task forever.
     failure_exception_types=[ValidationError],
 )
-class ToolCallWorkflow(Quotas):
+class ToolCallWorkflow(Connecting):
     """Runs one tool call under the deployment's ceiling and the request's policy."""
 
     @workflow.init
@@ -58,6 +58,7 @@ class ToolCallWorkflow(Quotas):
         super().__init__(request)
         self._init_approvals()
         self._init_quotas()
+        self._init_connections()
 
     @workflow.run
     async def run(self, request: ToolCallRequest) -> ToolCallResult:
@@ -83,6 +84,8 @@ class ToolCallWorkflow(Quotas):
                 f"{plan.tool}: denied by policy: {reasons}",
             )
         self._check_budget()
+        if plan.consent is not None:
+            await self._await_connection(plan)
         if plan.quotas:
             await self._reserve(plan)
         if decision.effect is Effect.REQUIRE_APPROVAL:
@@ -246,4 +249,5 @@ class ToolCallWorkflow(Quotas):
             events=list(self._events),
             result=self._result,
             principal=self._request.principal.id if self._request.principal else None,
+            pending_connection=self._pending_connection,
         )

@@ -21,6 +21,7 @@ from toolcalls.workflows.models.approval import (
     ArgumentEdit,
 )
 from toolcalls.workflows.models.attest import Attestation
+from toolcalls.workflows.models.connection import ConsentRequest
 from toolcalls.workflows.models.principal import Principal
 from toolcalls.workflows.models.question import UserQuestion
 from toolcalls.workflows.models.quota import QuotaCharge
@@ -105,6 +106,7 @@ class Phase(StrEnum):
     PREPARING = "preparing"
     AWAITING_APPROVAL = "awaiting_approval"
     AWAITING_ANSWER = "awaiting_answer"
+    AWAITING_CONNECTION = "awaiting_connection"
     RUNNING = "running"
     DONE = "done"
 
@@ -132,6 +134,9 @@ class ErrorCode(StrEnum):
     NETWORK_UNAVAILABLE = "network_unavailable"
     QUOTA_EXCEEDED = "quota_exceeded"
     """A ``[[quotas]]`` limit has no room for the call; ``retry_at`` says when it may."""
+    CONNECTION_REQUIRED = "connection_required"
+    """The tool acts with the principal's own account, and the call has no principal, or the
+    principal did not connect the account in time; nothing ran."""
 
 
 class ToolError(_Model):
@@ -235,6 +240,11 @@ class CallPlan(_Model):
     a policy again; a changed policy affects only new calls)."""
     quotas: list[QuotaCharge] = Field(default_factory=list)
     """The ``[[quotas]]`` the call is charged to, reserved before it may execute."""
+    connection: str | None = None
+    """The provider whose per-principal connection the tool acts through (``google``,
+    ``microsoft``); the call's principal is then bound into its attestation."""
+    consent: ConsentRequest | None = None
+    """The principal had no connection when planned: the call waits for one."""
 
 
 class PlanInput(_Model):
@@ -297,6 +307,9 @@ class EventKind(StrEnum):
     QUOTA_EXCEEDED = "quota_exceeded"
     QUOTA_RELEASED = "quota_released"
     """A shadow policy set would have decided the call otherwise (not enforced)."""
+    CONNECTION_REQUESTED = "connection_requested"
+    CONNECTED = "connected"
+    CONNECTION_TIMED_OUT = "connection_timed_out"
     STARTED = "started"
     CANCEL_REQUESTED = "cancel_requested"
     FINISHED = "finished"
@@ -357,6 +370,8 @@ class CallState(_Model):
     result: ToolCallResult | None
     principal: str | None = None
     """The id of whom the call acts for."""
+    pending_connection: ConsentRequest | None = None
+    """The account the call waits for its principal to connect, and where."""
 
 
 class Notification(_Model):
@@ -397,3 +412,5 @@ class ExecuteInput(_Model):
     attestation: Attestation | None = None
     """The deployment's word that this run may run this call: its plan's, or once approved, the
     approval's (``toolcalls.workflows.models.attest``)."""
+    principal: str | None = None
+    """For a connection-backed tool only: whose connection it acts through (attested)."""
