@@ -46,6 +46,7 @@ PASSTHROUGH_MODULES = (
     "toolcalls.workflows.models.quota",
     "toolcalls.workflows.models.question",
     "toolcalls.workflows.models.definitions",
+    "toolcalls.workflows.models.connection",
     "toolcalls.workflows.rules.policy",
     "pydantic",
     "pydantic_core",

@@ -48,11 +48,11 @@ from toolcalls.workflows.models.call import (
     ToolCallRequest,
     ToolCallResult,
 )
+from toolcalls.workflows.models.connection import MEMO_PENDING_CONNECTION, ConsentRequest
 from toolcalls.workflows.models.definitions import (
     Definitions,
     DefinitionsRequest,
 )
-from toolcalls.workflows.models.connection import MEMO_PENDING_CONNECTION, ConsentRequest
 from toolcalls.workflows.models.grant import Grant, Revocation
 from toolcalls.workflows.models.limits import PayloadTooLarge, check_request
 from toolcalls.workflows.models.question import (
