@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -43,6 +43,10 @@ class CalendarSettings(BaseModel):
     token_file: Path | None = None
     """An OAuth access token (Google, Outlook), read for every request; an external refresher
     may replace the file at any time."""
+    connection: Literal["google", "microsoft"] | None = None
+    """Instead of one token: act with each call's principal's own account, connected through
+    ``[[connections.providers]]`` of this name (``google`` for Google, ``microsoft`` for
+    Outlook)."""
     url: str | None = None
     """CalDAV: the calendar collection's URL (https, or http on a loopback address)."""
     username: str | None = Field(default=None, min_length=1, max_length=320)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from toolcalls.activities.connections import Connections
 from toolcalls.worker.inbox import rendering
 from toolcalls.worker.inbox.auth import (
     Identity,
@@ -97,8 +98,11 @@ class Inbox:
         secret: bytes,
         *,
         secure: bool | None = None,
+        connections: Connections | None = None,
     ) -> None:
         self.calls = calls
+        self.connections = connections
+        """``[connections]``: the consent pages are served when it has providers."""
         self.section = section
         self.secure = (not section.loopback) if secure is None else secure
         """Cookies are ``Secure`` (sent only over https) off loopback."""

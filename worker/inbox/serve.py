@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TextIO
 
+from toolcalls.activities.connections import Connections
 from toolcalls.activities.family import Extra
 from toolcalls.worker.arguments import EXIT_OK, EXIT_USAGE, CommandError
 from toolcalls.worker.chat.slack import (
@@ -40,6 +41,7 @@ from toolcalls.worker.chat.slack import (
 )
 from toolcalls.worker.commands import connect_tools
 from toolcalls.worker.config import Config, ConfigError
+from toolcalls.worker.connections.build import deployment_connections
 from toolcalls.worker.inbox.auth import MAX_PASSWORD_CHARS, hash_password, session_secret
 from toolcalls.worker.inbox.settings import InboxSection, InboxUser
 from toolcalls.worker.payloads.server import split_listen
@@ -103,6 +105,8 @@ class Plan:
     section: InboxSection
     secret: bytes
     dev_password: str | None = None
+    connections: Connections | None = None
+    """``[connections]``: the inbox serves their consent pages."""
     slack: SlackPlan | None = None
 
     @property
@@ -164,7 +168,13 @@ def plan(
     secret, from_env = session_secret(section, environ)
     if not from_env:
         log.info("sessions end when the inbox stops (no [inbox] session_secret_env)")
-    return Plan(section, secret, password, slack_plan(config, environ))
+    return Plan(
+        section,
+        secret,
+        password,
+        connections=deployment_connections(config, environ),
+        slack=slack_plan(config, environ),
+    )
 
 
 class _Server:
@@ -177,7 +187,7 @@ class _Server:
         from toolcalls.worker.inbox.app import app
         from toolcalls.worker.inbox.base import Inbox
 
-        self.inbox = Inbox(calls, plan.section, plan.secret)
+        self.inbox = Inbox(calls, plan.section, plan.secret, connections=plan.connections)
         self.slack = None if plan.slack is None else plan.slack.endpoint(calls)
         config = uvicorn.Config(
             app(self.inbox, slack=self.slack),
