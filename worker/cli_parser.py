@@ -242,6 +242,9 @@ def _call_parsers(commands_: Commands) -> None:
     show.add_argument("workflow_id", metavar="WORKFLOW_ID", help=WORKFLOW_ID)
     reconcile = _command(commands_, "reconcile", parents=both)
     reconcile.add_argument("workflow_id", metavar="WORKFLOW_ID", help=WORKFLOW_ID)
+    cancel = _command(commands_, "cancel", parents=both)
+    cancel.add_argument("workflow_id", metavar="WORKFLOW_ID", help=WORKFLOW_ID)
+    cancel.add_argument("--reason", metavar="TEXT", help="why (recorded in the call's history)")
 
     for verb in ("approve", "deny", "respond"):
         decide = _command(commands_, verb, parents=both)

@@ -52,6 +52,7 @@ from toolcalls.worker.render import (
     view_json,
     view_text,
 )
+from toolcalls.worker.stop import stop_command
 from toolcalls.workflows.models.approval import ApprovalRecord
 from toolcalls.workflows.models.call import (
     AskUserOutput,
@@ -149,6 +150,8 @@ async def run(config: Config, args: argparse.Namespace) -> int:
             return EXIT_OK if answer.outcome is Settled.FOUND else EXIT_FAILED
         if args.command == "grants":
             return await _grants(calls, args)
+        if args.command == "cancel":
+            return await stop_command(calls, args)
         if args.command == "answer":
             text = None if args.decline else args.text
             outcome = await calls.answer(args.workflow_id, text, responder=args.by)

@@ -64,7 +64,7 @@ class ToolCallWorkflow(Quotas):
         except _Ended as ended:
             result = ended.result
         except (asyncio.CancelledError, CancelledError):
-            result = self._end(CallStatus.CANCELED, ErrorCode.CANCELED, "the call was canceled")
+            result = self._end(CallStatus.CANCELED, ErrorCode.CANCELED, _canceled_message())
         await self._release_unexecuted()
         await workflow.wait_condition(workflow.all_handlers_finished)
         return result
@@ -245,3 +245,10 @@ class ToolCallWorkflow(Quotas):
             result=self._result,
             principal=self._request.principal.id if self._request.principal else None,
         )
+
+
+def _canceled_message() -> str:
+    """What a canceled call says, with the reason the canceller gave (``toolcalls cancel
+    --reason``)."""
+    reason = workflow.cancellation_reason()
+    return f"the call was canceled: {reason}" if reason else "the call was canceled"
