@@ -398,6 +398,7 @@ APPROVERS = {
 }
 SECTIONS: dict[str, dict[str, Any]] = {
     "canceled": {"ceiling": {"default_effect": "allow"}},
+    "canceled_write": {"ceiling": {"default_effect": "allow"}},
     "uncertain": {"ceiling": {"default_effect": "allow"}},
     "uncertain_progress": {"ceiling": {"default_effect": "allow"}},
     "two_approvers": {
@@ -486,6 +487,8 @@ SCENARIOS: dict[str, Scenario] = {
     "quota_reserved": quota_reserved,
     "quota_exceeded": quota_exceeded,
     "quota_released": quota_released,
+    # Since a write canceled while it ran ends uncertain (``toolcalls-canceled-write-uncertain``).
+    "canceled_write": canceled,
 }
 WITHOUT_PATCH = {"identity_counted_twice_before_patch": IDENTITY_PATCH}
 """Recordings of the path before a patch: their worker leaves that patch off, as old code did."""
@@ -527,6 +530,7 @@ EXPECTED_STATUS = {
     "quota_reserved": "completed",
     "quota_exceeded": "denied",
     "quota_released": "denied",
+    "canceled_write": "uncertain",
 }
 """The status each recorded history ends with; the replay test checks the files against it."""
 

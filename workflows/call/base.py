@@ -34,6 +34,8 @@ from toolcalls.workflows.call.parts import (
     _name,
     _non_finite,
     _Refused,
+    after_canceled_write,
+    canceled_write,
 )
 from toolcalls.workflows.models.approval import ApprovalRecord, ApprovalRequest, ArgumentEdit
 from toolcalls.workflows.models.attest import Attestation
@@ -232,6 +234,11 @@ class CallBase:
             cause = failure[0]
             if isinstance(cause, ApplicationError) and cause.type in refusable:
                 raise _Refused(cause.message)
+            if failure[1] and name == plan.tool and canceled_write(plan, cause):
+                message, output = after_canceled_write(plan.tool, cause)
+                raise _Ended(
+                    self._end(CallStatus.UNCERTAIN, ErrorCode.UNCERTAIN, message, output=output)
+                )
             raise _Ended(self._failed(plan, cause, started=failure[1]))
         return output
 
