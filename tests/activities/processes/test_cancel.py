@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from pathlib import Path
 
 from temporalio.client import Client
+from temporalio.worker import Worker
 
 from tests.support.harness import make_config, running_worker, start_call, wait_for
+from tests.support.parents import AgentParent, ParentInput
 from tests.support.processes import SYSTEM_PATH, eventually, process_state
 from tests.support.tools import ALL_TOOL_NAMES
 from toolcalls.worker.config import Config
-from toolcalls.workflows.models.call import CallStatus, ErrorCode, Phase
+from toolcalls.worker.plugin import sandbox_runner
+from toolcalls.workflows.call.tool_call import ToolCallWorkflow
+from toolcalls.workflows.models.call import CallStatus, ErrorCode, Phase, ToolCallRequest
 
 ALLOW_ALL = {"default_effect": "allow"}
 GRANDCHILD = "(sleep 100 & echo $! > {pid}; wait) & echo started; wait"
@@ -73,3 +78,34 @@ async def test_a_canceled_command_loses_its_whole_group_within_a_second_and_is_u
     assert result.output["canceled"]
     assert result.output["exit_code"] is None
     assert result.output["stdout"] == "started\n"
+
+
+async def test_canceling_a_parent_stops_its_running_command_the_same_way(
+    client: Client, task_queue: str, tmp_path: Path, root: Path
+) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    script = GRANDCHILD.format(pid=pid_file)
+    arguments = {"argv": ["sh", "-c", script], "cwd": str(root), "env": [f"PATH={SYSTEM_PATH}"]}
+    request = ToolCallRequest(tool="execute_command", arguments=arguments, call_id="cmd")
+    app_queue = f"app-{uuid.uuid4()}"
+    parent_app = Worker(
+        client, task_queue=app_queue, workflows=[AgentParent], workflow_runner=sandbox_runner()
+    )
+    async with running_worker(client, config(task_queue, tmp_path, root)), parent_app:
+        parent = await client.start_workflow(
+            AgentParent.run,
+            ParentInput(task_queue=task_queue, batches=[[request]]),
+            id=f"parent-{uuid.uuid4()}",
+            task_queue=app_queue,
+        )
+        child = client.get_workflow_handle_for(ToolCallWorkflow.run, f"{parent.id}/tools/cmd")
+        await eventually(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
+        grandchild = int(pid_file.read_text())
+        await asyncio.sleep(1.5)
+        await parent.cancel()
+        gone_after = await until_dead(grandchild, 10)
+        result = await asyncio.wait_for(child.result(), 30)
+    assert gone_after < 1.0, gone_after
+    assert result.status is CallStatus.UNCERTAIN
+    assert result.error is not None
+    assert result.error.message.startswith("execute_command: canceled; the process group was")
