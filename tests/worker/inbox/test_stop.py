@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
 
 from tests.support.harness import pending_approval, start_call, wait_for
 from tests.support.processes import SYSTEM_PATH, eventually, process_state
@@ -82,7 +82,7 @@ async def test_stop_is_offered_and_honoured_only_for_the_approvers(
         refused = await mallory.http.post(call_path(handle.id), data={**stop.fields, "csrf": token})
         assert refused.status_code == 403
     assert alive(grandchild)
-    assert (await handle.describe()).status.name == "RUNNING"
+    assert (await handle.describe()).status is WorkflowExecutionStatus.RUNNING
 
     sent = await alice.act(call_path(handle.id), "stop", reason="wrong folder")
     stopped_at = time.monotonic()
