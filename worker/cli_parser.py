@@ -216,6 +216,12 @@ def _call_parsers(commands_: Commands) -> None:
         action="store_true",
         help="print the workflow id once the call is planned, instead of the result",
     )
+    call.add_argument(
+        "--notify",
+        metavar="WEBHOOK",
+        help="when the call ends, post a signed 'finished' notification to this webhook of the "
+        "deployment ([[notifications.webhooks]]: its name or URL)",
+    )
 
     pending = _command(commands_, "pending", parents=both)
     pending.add_argument(

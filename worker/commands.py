@@ -31,6 +31,7 @@ from toolcalls.worker.arguments import (
     build_request,
     decision_extras,
 )
+from toolcalls.worker.callbacks import check_notify
 from toolcalls.worker.config import CONFIG_ENV, Config, build_catalog
 from toolcalls.worker.connect import connect, resolve_target
 from toolcalls.worker.decisions import MAX_DECISIONS, decisions, decisions_text
@@ -114,6 +115,7 @@ async def run(config: Config, args: argparse.Namespace) -> int:
     request = build_request(args) if args.command == "call" else None
     if request is not None:
         check_tool(config, request.tool, args.config or os.environ.get(CONFIG_ENV))
+        check_notify(config, request.notify, args.config or os.environ.get(CONFIG_ENV))
     calls = await connect_tools(config, args)
     subject = getattr(args, "workflow_id", None) or getattr(args, "grant_id", None)
     what = " ".join(filter(None, [args.command, subject]))

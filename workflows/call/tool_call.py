@@ -18,6 +18,7 @@ from temporalio.exceptions import ApplicationError, CancelledError
 
 from toolcalls.workflows.call import telemetry
 from toolcalls.workflows.call.deadlines import refuse_late
+from toolcalls.workflows.call.grants_and_notices import FINISHED_NOTICE_PATCH
 from toolcalls.workflows.call.parts import _STATUS_FOR_CODE, _Ended
 from toolcalls.workflows.call.quotas import Quotas
 from toolcalls.workflows.models.call import (
@@ -66,6 +67,9 @@ class ToolCallWorkflow(Quotas):
         except (asyncio.CancelledError, CancelledError):
             result = self._end(CallStatus.CANCELED, ErrorCode.CANCELED, _canceled_message())
         await self._release_unexecuted()
+        # Only a request that asks for it reaches the patch: older requests had no ``notify``.
+        if self._request.notify is not None and workflow.patched(FINISHED_NOTICE_PATCH):
+            await self._notify_finished(result)
         await workflow.wait_condition(workflow.all_handlers_finished)
         return result
 
