@@ -236,6 +236,8 @@ class CallBase:
                 raise _Refused(cause.message)
             if failure[1] and name == plan.tool and canceled_write(plan, cause):
                 message, output = after_canceled_write(plan.tool, cause)
+                reason = workflow.cancellation_reason()
+                self._event(EventKind.CANCEL_REQUESTED, f"while {plan.tool} ran: {reason}")
                 raise _Ended(
                     self._end(CallStatus.UNCERTAIN, ErrorCode.UNCERTAIN, message, output=output)
                 )
