@@ -80,6 +80,8 @@ class Claim:
     approver: str | None = None
     expires_at: datetime | None = None
     terms: dict[str, Any] | None = None
+    principal: str | None = None
+    """For a connection-backed tool: whose connection the call acts through."""
 
 
 class Attestor:
@@ -129,6 +131,7 @@ class Attestor:
             approver=attestation.approver,
             expires_at=attestation.expires_at,
             terms=claim.terms,
+            principal=claim.principal,
         )
         if not hmac.compare_digest(_mac(key, run, claimed), attestation.signature):
             return (
@@ -159,6 +162,7 @@ class Attestor:
                 approver=input.approver,
                 expires_at=input.expires_at,
                 terms=input.terms,
+                principal=input.principal,
             )
             return self.issue(run, claim)
 
@@ -218,15 +222,19 @@ def _mac(key: bytes, run: Run, claim: Claim) -> str:
         and claim.approver is None
         and claim.expires_at is None
         and claim.terms is None
+        and claim.principal is None
     ):
         message = json.dumps([_CONTEXT_V1, *fields], ensure_ascii=True)
     else:
-        more = [
+        more: list[Any] = [
             claim.decision.value,
             claim.approver,
             claim.expires_at.isoformat() if claim.expires_at is not None else None,
             claim.terms,
         ]
+        if claim.principal is not None:
+            # Only then: attestations made before connections existed still verify.
+            more.append(["principal", claim.principal])
         message = json.dumps(
             [_CONTEXT, *fields, *more], ensure_ascii=True, sort_keys=True, separators=(",", ":")
         )

@@ -54,3 +54,5 @@ class CallContext:
     precondition: dict[str, Any] | None
     visible_tools: list[str] | None = None
     """For a discovery tool: the tools this call may use, from its plan."""
+    principal: str | None = None
+    """For a connection-backed tool: whose connection it acts through (attested)."""

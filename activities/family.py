@@ -82,6 +82,8 @@ class Deployment:
     """A tool's start-to-close in seconds, the deployment's override included."""
     result_bytes: int = MAX_PAYLOAD_BYTES
     """What a tool's result may reach: 1 MiB, or more with a payload store (``[payloads]``)."""
+    providers: frozenset[str] = frozenset()
+    """The ``[[connections.providers]]`` configured (``google``, ``microsoft``)."""
 
     def enabled_of(self, specs: Iterable[ToolSpec]) -> list[str]:
         """The names of ``specs`` that are enabled, in declaration order."""
@@ -100,6 +102,7 @@ class Resources:
         environ: Mapping[str, str],
         result_bytes: int = MAX_PAYLOAD_BYTES,
         catalog: Catalog | None = None,
+        connections: Any = None,
     ) -> None:
         """``served``: each tool this worker serves, and the class whose method runs it;
         ``result_bytes``: what a tool's result may reach (``Deployment.result_bytes``);
@@ -109,6 +112,8 @@ class Resources:
         self.state_dir = state_dir
         self.environ = environ
         self.result_bytes = result_bytes
+        self.connections = connections
+        """The deployment's ``Connections`` (``[connections]``), if it has any."""
         self._shared: dict[str, Any] = {}
 
     def serves(self, implementation: type) -> bool:

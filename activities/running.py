@@ -18,6 +18,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from toolcalls.activities.base import CallContext, ToolArgs
+from toolcalls.activities.connections.acting import acting_principal
 from toolcalls.activities.errors import tool_error
 from toolcalls.activities.spec import ToolSpec
 from toolcalls.workflows.models.call import ErrorCode, ExecuteInput, ToolError
@@ -88,7 +89,9 @@ async def call_tool(spec: ToolSpec, method: ToolMethod, args: ToolArgs, input: E
         approval=input.approval,
         precondition=input.precondition,
         visible_tools=input.visible_tools,
+        principal=input.principal,
     )
+    acting = acting_principal.set(input.principal)
     try:
         return await method(args, context)
     except (ApplicationError, asyncio.CancelledError):
@@ -98,3 +101,5 @@ async def call_tool(spec: ToolSpec, method: ToolMethod, args: ToolArgs, input: E
         raise tool_error(
             ErrorCode.INTERNAL, f"{spec.name}: unexpected {type(exc).__name__}: {exc}"
         ) from exc
+    finally:
+        acting_principal.reset(acting)

@@ -44,6 +44,7 @@ from toolcalls.activities.capabilities import default_ceiling
 from toolcalls.activities.catalog import Catalog, call_digest
 from toolcalls.activities.cedar.engine import PolicySet
 from toolcalls.activities.cedar.judge import judged
+from toolcalls.activities.connections import Connections
 from toolcalls.activities.definitions import DEFINITION_FORMATS
 from toolcalls.activities.errors import invalid_arguments, tool_error
 from toolcalls.activities.limits import MAX_PAYLOAD_BYTES
@@ -58,15 +59,18 @@ from toolcalls.workflows.models.call import (
     WORKFLOW_NAME,
     CallPlan,
     CapabilityPolicy,
-    Definitions,
-    DefinitionsRequest,
     Effect,
     ErrorCode,
     ExecuteInput,
     PlanInput,
     PlanOutcome,
     SideEffect,
+    ToolError,
     prepare_activity_name,
+)
+from toolcalls.workflows.models.definitions import (
+    Definitions,
+    DefinitionsRequest,
 )
 from toolcalls.workflows.models.limits import CODEC_MARGIN_BYTES
 from toolcalls.workflows.models.reconcile import Lookup, LookupInput, reconcile_activity_name
@@ -96,6 +100,7 @@ class ToolRuntime:
         attestor: Attestor | None = None,
         policy_sets: Sequence[PolicySet] = (),
         quotas: Sequence[QuotaSettings] = (),
+        connections: Connections | None = None,
     ) -> None:
         """``approvers`` and ``webhooks`` (names) go into every plan: who may decide a call, and
         whom to tell that it waits. ``result_bytes``: the most a result or preview may be,
@@ -116,6 +121,8 @@ class ToolRuntime:
         """The ``[[policies]]`` sets, loaded at start; their verdicts go into each plan."""
         self.quotas = tuple(quotas)
         """The ``[[quotas]]``; the ones a call is charged to go into its plan."""
+        self.connections = connections
+        """``[connections]``: the plan asks whether a call's principal has connected."""
 
     def _instance(self, spec: ToolSpec) -> object:
         assert spec.implementation is not None
@@ -134,6 +141,7 @@ class ToolRuntime:
             )
             outcome = judged(outcome, input, self.policy_sets, self.approvers)
             outcome = charged(outcome, input.principal, self.quotas)
+            outcome = await self._connection(outcome, input)
             if outcome.plan is not None:
                 attestation = self._plan_attestation(input, outcome.plan)
                 if attestation is not None:
@@ -166,8 +174,42 @@ class ToolRuntime:
             decision = AttestedDecision.PLANNED
         else:
             return None
-        claim = Claim(input.call_id or "", plan.digest, plan.visible_tools, decision)
+        principal = plan.principal.id if plan.connection and plan.principal else None
+        claim = Claim(
+            input.call_id or "", plan.digest, plan.visible_tools, decision, principal=principal
+        )
         return self.attestor.issue(run, claim)
+
+    async def _connection(self, outcome: PlanOutcome, input: PlanInput) -> PlanOutcome:
+        """For a tool backed by per-principal connections: the provider in the plan and, when
+        the principal has not connected yet, the consent request the call waits on."""
+        plan = outcome.plan
+        spec = self.catalog.get(plan.tool) if plan is not None else None
+        if plan is None or spec is None or spec.connection is None:
+            return outcome
+        provider, tool = spec.connection, plan.tool
+        problem = None
+        if input.principal is None:
+            problem = (
+                f"acts with each principal's own {provider} account: the call names no principal"
+            )
+        elif input.inline:
+            problem = f"acts with a principal's own {provider} account: run it as {WORKFLOW_NAME}"
+        elif self.connections is None:
+            problem = "the worker that plans calls has no [connections] configured"
+        if problem is not None:
+            error = ToolError(code=ErrorCode.CONNECTION_REQUIRED, message=f"{tool}: {problem}")
+            return PlanOutcome(error=error)
+        assert input.principal is not None
+        assert self.connections is not None
+        update: dict[str, Any] = {"connection": provider}
+        principal = input.principal.id
+        if not await self.connections.is_connected(provider, principal):
+            info = activity.info()
+            update["consent"] = self.connections.consent(
+                provider, principal, info.workflow_id or "", input.call_id or ""
+            )
+        return outcome.model_copy(update={"plan": plan.model_copy(update=update)})
 
     async def _run_in_plan(
         self, outcome: PlanOutcome, args: ToolArgs, input: PlanInput
@@ -322,7 +364,7 @@ class ToolRuntime:
         problem = self.attestor.problem(
             Run.of(activity.info()),
             attestation,
-            Claim(input.call_id, input.digest, input.visible_tools),
+            Claim(input.call_id, input.digest, input.visible_tools, principal=input.principal),
             utc_now(),
         )
         if problem is None and attestation is not None and not runs_tools(attestation.decision):
@@ -330,6 +372,12 @@ class ToolRuntime:
         if problem is not None or attestation is None:
             raise refused(f"{spec.name}: the deployment did not plan this call: {problem}")
         inline = attestation.decision is AttestedDecision.INLINE
+        if spec.connection is not None and input.principal is None:
+            raise tool_error(
+                ErrorCode.CONNECTION_REQUIRED,
+                f"{spec.name}: acts with each principal's own {spec.connection} account: the "
+                "call names no principal",
+            )
         try:
             args = spec.arguments.model_validate(input.arguments)
         except ValidationError as exc:

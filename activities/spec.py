@@ -51,6 +51,9 @@ class ToolSpec:
     """For capabilities that depend on the arguments: every set a call can need (``git``: status
     needs ``git.read``, commit ``git.write``), so discovery can tell a tool no call may use."""
     sees_catalog: bool = False
+    connection: str | None = None
+    """The provider (``google``, ``microsoft``) whose per-principal connection the tool acts
+    through, as the deployment configures it (``toolcalls.activities.connections``)."""
     """The tool looks at the other tools (discovery): the plan gives it the ones this call may
     use (``CallPlan.visible_tools``)."""
 

@@ -26,10 +26,13 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from tests.support.connections import PUBLIC_URL, TOOLS as CONNECTION_TOOLS, WEEK, running
 from tests.support.harness import Handle, make_config, running_worker, start_call, wait_for
 from tests.support.http_servers import serve, text
 from tests.support.patches import without_patch
 from tests.support.tools import ALL_TOOL_NAMES
+from toolcalls.activities.connections import Tokens
+from toolcalls.worker.connections.build import deployment_connections
 from toolcalls.worker.devserver import temporal_binary
 from toolcalls.workflows.call.decisions import IDENTITY_PATCH
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
@@ -47,9 +50,12 @@ from toolcalls.workflows.models.call import (
     Effect,
     EventKind,
     Phase,
+)
+from toolcalls.workflows.models.connection import CONNECTED_SIGNAL, ConnectedNotice
+from toolcalls.workflows.models.principal import Principal
+from toolcalls.workflows.models.question import (
     UserAnswer,
 )
-from toolcalls.workflows.models.principal import Principal
 from toolcalls.workflows.reach.client import ToolCallClient
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -394,6 +400,41 @@ async def quota_released(client: Client, queue: str) -> Handle:
     return handle
 
 
+CONNECTION_STATE = Path(tempfile.gettempdir()) / "toolcalls-record-connections"
+
+
+def connection_sections(timeout: float = 3600) -> dict[str, Any]:
+    """A calendar acting with each principal's Google account (replayed: FakeGoogle)."""
+    provider = {"name": "google", "client_id": "recorder"}
+    return {
+        "tools": CONNECTION_TOOLS,
+        "state_dir": str(CONNECTION_STATE),
+        "calendar": {"backend": "google", "connection": "google"},
+        "connections": {
+            "public_url": PUBLIC_URL,
+            "consent_timeout_seconds": timeout,
+            "providers": [provider],
+        },
+    }
+
+
+async def connection_awaited(client: Client, queue: str) -> Handle:
+    """A call waits for its principal to connect, is told so, and acts with their token."""
+    who = Principal(id=f"rec{uuid.uuid4().hex[:8]}")
+    handle = await start_call(client, queue, "list_calendar_events", WEEK, principal=who)
+    await wait_for(handle, lambda s: s.phase is Phase.AWAITING_CONNECTION)
+    connections = deployment_connections(make_config(queue, **connection_sections()), os.environ)
+    assert connections is not None
+    connections.store.put("google", who.id, Tokens(f"at-{who.id}-1", None, None, ()))
+    await handle.signal(CONNECTED_SIGNAL, ConnectedNotice(provider="google", principal=who.id))
+    return handle
+
+
+async def connection_timed_out(client: Client, queue: str) -> Handle:
+    who = Principal(id=f"rec{uuid.uuid4().hex[:8]}")
+    return await start_call(client, queue, "list_calendar_events", WEEK, principal=who)
+
+
 QUOTA_SECTIONS = {
     "quotas": [{"name": "calls", "limit": 1, "window": "1h"}],
 }
@@ -439,6 +480,8 @@ SECTIONS: dict[str, dict[str, Any]] = {
     "quota_reserved": QUOTA_SECTIONS,
     "quota_exceeded": QUOTA_SECTIONS,
     "quota_released": QUOTA_SECTIONS,
+    "connection_awaited": connection_sections(),
+    "connection_timed_out": connection_sections(timeout=1),
     "identity_counted_twice_before_patch": {
         "approvers": {"rules": {"filesystem.write": {"min_approvals": 2}}}
     },
@@ -492,6 +535,9 @@ SCENARIOS: dict[str, Scenario] = {
     "quota_reserved": quota_reserved,
     "quota_exceeded": quota_exceeded,
     "quota_released": quota_released,
+    # Since calls may wait for their principal to connect an account ([connections]).
+    "connection_awaited": connection_awaited,
+    "connection_timed_out": connection_timed_out,
     # Since a write canceled while it ran ends uncertain (``toolcalls-canceled-write-uncertain``).
     "canceled_write": canceled,
     # Since a request may name a webhook told when the call ends (``toolcalls-finished-notice``).
@@ -537,6 +583,8 @@ EXPECTED_STATUS = {
     "quota_reserved": "completed",
     "quota_exceeded": "denied",
     "quota_released": "denied",
+    "connection_awaited": "completed",
+    "connection_timed_out": "denied",
     "canceled_write": "uncertain",
     "finished_notice": "completed",
 }
@@ -565,7 +613,9 @@ async def record(names: list[str]) -> None:
                 client = env.client
                 if name in WITHOUT_PATCH:
                     client = without_patch(client, WITHOUT_PATCH[name])
-                async with running_worker(client, make_config(queue, **sections)):
+                config = make_config(queue, **sections)
+                worker = running(client, config) if "connections" in sections else None
+                async with worker or running_worker(client, config):
                     handle = await SCENARIOS[name](client, queue)
                     result = await asyncio.wait_for(handle.result(), 60)
             if result.status.value != EXPECTED_STATUS[name]:

@@ -20,6 +20,7 @@ from typing import NoReturn
 from toolcalls.worker import arguments, cli_worker, commands, policy_cases, replay
 from toolcalls.worker.cli_parser import parse
 from toolcalls.worker.config import ConfigError, load_config
+from toolcalls.worker.connections import cli as connections_cli
 from toolcalls.worker.devserver import DevServerError
 from toolcalls.worker.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, leave, silence
 from toolcalls.worker.inbox import serve as inbox
@@ -31,7 +32,7 @@ from toolcalls.worker.telemetry.settings import LogFormat
 
 DECISION_COMMANDS = ("approve", "deny", "respond", "answer")
 SERVING_COMMANDS = ("worker", "dev", "codec-server", "mcp", "inbox")
-UNTRACED_COMMANDS = ("dev", "codec-server", "tools", "prune-payloads", "policy")
+UNTRACED_COMMANDS = ("dev", "codec-server", "tools", "prune-payloads", "policy", "connections")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -89,6 +90,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return commands.list_tools(config, args)
     if args.command == "policy":
         return policy_cases.run_cases(config, Path(args.cases))
+    if args.command == "connections":
+        return connections_cli.run(config, args, os.environ)
     if args.command == "prune-payloads":
         return commands.prune_payloads(config, args)
     return asyncio.run(commands.run(config, args))

@@ -93,6 +93,10 @@ COMMANDS: dict[str, Help] = {
         "toolcalls grants list --tool create_file\n"
         'toolcalls grants revoke GRANT_ID --by alice --reason "done"',
     ),
+    "connections": Help(
+        "list the principals' connected accounts, or revoke one (no server needed)",
+        "toolcalls connections list\ntoolcalls connections revoke google alice",
+    ),
     "decisions": Help(
         "list recent calls' policy decisions: principal, tool, effect and what decided it",
         "toolcalls decisions --since 1h",
@@ -116,6 +120,17 @@ GRANT_COMMANDS: dict[str, Help] = {
     "list": Help("list the standing grants in force", "toolcalls grants list --tool create_file"),
     "revoke": Help(
         "end a standing grant now", 'toolcalls grants revoke GRANT_ID --by alice --reason "done"'
+    ),
+}
+
+CONNECTION_COMMANDS: dict[str, Help] = {
+    "list": Help(
+        "list the connections: provider, principal, scopes and expiry (never a token)",
+        "toolcalls connections list --json",
+    ),
+    "revoke": Help(
+        "delete a principal's connection: their next call asks for consent again",
+        "toolcalls connections revoke google alice",
     ),
 }
 

@@ -52,6 +52,9 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error(f"choose a command: {', '.join(cli_help.COMMANDS)}")
     if args.command == "policy" and args.policy_command is None:
         parser.error("policy: name a command: test")
+    if args.command == "connections" and args.connections_command is None:
+        connections: _Parser = _subcommands(parser).choices["connections"]
+        connections.error(f"choose a command: {', '.join(cli_help.CONNECTION_COMMANDS)}")
     if args.command == "grants" and args.grants_command is None:
         grants: _Parser = _subcommands(parser).choices["grants"]
         grants.error(f"choose a command: {', '.join(cli_help.GRANT_COMMANDS)}")
@@ -284,6 +287,7 @@ def _call_parsers(commands_: Commands) -> None:
         help="with --remember: also calls with other arguments (same capabilities)",
     )
     _grants_parser(commands_, both)
+    _connections_parser(commands_, output)
     answer = _command(commands_, "answer", parents=both)
     answer.add_argument("workflow_id", metavar="WORKFLOW_ID", help=WORKFLOW_ID)
     answer.add_argument("text", metavar="TEXT", nargs="?", help="the answer")
@@ -352,6 +356,27 @@ def _grants_parser(commands_: Commands, both: list[_Parser]) -> None:
     revoke.add_argument("grant_id", metavar="GRANT_ID", help="the grant's id, as `list` shows it")
     revoke.add_argument("--by", metavar="NAME", help="who revokes (default: your user name)")
     revoke.add_argument("--reason", metavar="TEXT", help="why")
+
+
+def _connections_parser(commands_: Commands, output: _Parser) -> None:
+    connections = _command(commands_, "connections")
+    subcommands = connections.add_subparsers(
+        dest="connections_command", metavar="COMMAND", title="commands", parser_class=_Parser
+    )
+    for name in ("list", "revoke"):
+        text = cli_help.CONNECTION_COMMANDS[name]
+        sub = subcommands.add_parser(
+            name,
+            parents=[output],
+            help=text.line,
+            description=text.line,
+            epilog=text.epilog,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        sub.add_argument("--config", metavar="FILE", help=CONFIG)
+    revoke = subcommands.choices["revoke"]
+    revoke.add_argument("provider", metavar="PROVIDER", help="google or microsoft")
+    revoke.add_argument("principal", metavar="PRINCIPAL", help="the principal's id")
 
 
 def _address(value: str) -> str:

@@ -56,11 +56,13 @@ from toolcalls.worker.render import (
 from toolcalls.worker.stop import stop_command
 from toolcalls.workflows.models.approval import ApprovalRecord
 from toolcalls.workflows.models.call import (
-    AskUserOutput,
     CallStatus,
     Phase,
     ToolCallRequest,
     ToolCallResult,
+)
+from toolcalls.workflows.models.question import (
+    AskUserOutput,
 )
 from toolcalls.workflows.models.reconcile import Settled
 from toolcalls.workflows.reach.client import (

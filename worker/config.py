@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field, ValidationError, create_model, field_vali
 from toolcalls.activities.capabilities import CAPABILITIES, default_ceiling
 from toolcalls.activities.catalog import DEFAULT_TOOLS, Catalog, CatalogError, CatalogSettings
 from toolcalls.activities.cedar import PolicyError, PolicySet, PolicySetSettings, load_all
+from toolcalls.activities.connections.settings import ConnectionsSettings
 from toolcalls.activities.families import BUILTIN_FAMILIES
 from toolcalls.activities.family import AnyFamily, Deployment, Family, FamilySettings, needs
 from toolcalls.activities.notifications import NotificationsSettings
@@ -96,6 +97,8 @@ class BaseConfig(_Section):
     # The approval inbox of `toolcalls inbox` (worker/inbox/settings.py): its accounts' groups
     # count as [approvers] groups, so the worker reads the section too.
     inbox: InboxSection = Field(default_factory=InboxSection)
+    connections: ConnectionsSettings = Field(default_factory=ConnectionsSettings)
+    """Per-principal OAuth connections (``toolcalls.activities.connections``)."""
     # Slack interactive approvals (worker/chat/slack/settings.py): the worker posts waiting calls
     # there, the inbox's process takes their buttons.
     slack: SlackSection | None = None
@@ -205,6 +208,7 @@ def config_problems(config: Config, families: Sequence[AnyFamily] = BUILTIN_FAMI
         runs_here=config.runs_here,
         start_to_close=lambda name: config.start_to_close(specs[name]),
         result_bytes=config.payloads.result_bytes,
+        providers=frozenset(p.name for p in config.connections.providers),
     )
     problems: list[str] = []
     for family in families:

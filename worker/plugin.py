@@ -29,6 +29,7 @@ from temporalio.worker import ReplayerConfig, Worker, WorkerConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from toolcalls.activities.catalog import Catalog
+from toolcalls.activities.connections import Connections
 from toolcalls.activities.families import BUILTIN_FAMILIES
 from toolcalls.activities.family import AnyFamily, Resources
 from toolcalls.activities.grants import GrantFinder
@@ -38,6 +39,7 @@ from toolcalls.activities.runtime import ToolRuntime
 from toolcalls.worker.attestation import deployment_attestor
 from toolcalls.worker.chat.slack import TARGET as SLACK_TARGET, SlackAPI, SlackChannel
 from toolcalls.worker.config import Config, ConfigError, build_catalog, policy_sets
+from toolcalls.worker.connections.build import deployment_connections
 from toolcalls.worker.fast_path import (
     fast_executor,
     fast_path_applies,
@@ -163,6 +165,7 @@ class ToolCallsPlugin(SimplePlugin):
         environ: Mapping[str, str] | None = None,
         tracing: bool | None = None,
         fast_path: bool | None = None,
+        connections: Connections | None = None,
     ) -> None:
         self.config = config if config is not None else Config()
         self._environ = os.environ if environ is None else environ
@@ -186,6 +189,8 @@ class ToolCallsPlugin(SimplePlugin):
         self._executors: set[concurrent.futures.Executor] = set()
         self._instances = dict(instances or {})
         self._served: dict[str, ServedQueue] = {}
+        self._given_connections = connections
+        self._built_connections: dict[int, Connections | None] = {}
         self._closing: dict[Callable[..., Any], list[Any]] = {}
         """What to close when a worker stops, by the first activity this plugin gave it: a
         worker's own activities tell its list from another's on the same queue."""
@@ -199,6 +204,16 @@ class ToolCallsPlugin(SimplePlugin):
         if task_queue not in self._served:
             self._served[task_queue] = ServedQueue(self._deployment(task_queue), self.families)
         return self._served[task_queue]
+
+    def _connections(self, deployment: Config) -> Connections | None:
+        """The deployment's ``[connections]`` (built once per configuration), or the ones the
+        plugin was given."""
+        if self._given_connections is not None:
+            return self._given_connections
+        key = id(deployment)
+        if key not in self._built_connections:
+            self._built_connections[key] = deployment_connections(deployment, self._environ)
+        return self._built_connections[key]
 
     def _deployment(self, task_queue: str) -> Config:
         config = self.config
@@ -224,6 +239,7 @@ class ToolCallsPlugin(SimplePlugin):
             config["identity"] = f"{identity} {ENCRYPTING_WORKER}"
         served = self.served(config["task_queue"])
         deployment = served.config
+        connections = self._connections(deployment)
         built = build_instances(
             served.config,
             served.catalog,
@@ -231,6 +247,7 @@ class ToolCallsPlugin(SimplePlugin):
             self.families,
             prebuilt=self._instances,
             environ=self._environ,
+            connections=connections,
         )
         attestor = deployment_attestor(deployment, self._environ)
         runtime = ToolRuntime(
@@ -245,6 +262,7 @@ class ToolCallsPlugin(SimplePlugin):
             instances={**built, **self._instances},
             policy_sets=policy_sets(deployment) if served.plan else (),
             quotas=deployment.quotas,
+            connections=connections,
         )
         activities = runtime.tool_activities(served.tools)
         if served.plan:
@@ -370,6 +388,7 @@ def build_instances(
     *,
     prebuilt: Iterable[type] = (),
     environ: Mapping[str, str] | None = None,
+    connections: Connections | None = None,
 ) -> dict[type, object]:
     """Each family's objects for the tools in ``served``, by class, sharing resources (one set of
     file roots, one process ledger); classes in ``prebuilt`` are left to the caller.
@@ -391,6 +410,7 @@ def build_instances(
         environ=os.environ if environ is None else environ,
         result_bytes=config.payloads.result_bytes,
         catalog=catalog,
+        connections=connections,
     )
     built: dict[type, object] = {}
     for family in families:

@@ -13,9 +13,16 @@ from typing import Any
 
 from toolcalls.activities.spec import ToolSpec
 from toolcalls.workflows.models.approval import ApprovalRecord, ApprovalRequest, PreviewArtifact
-from toolcalls.workflows.models.call import CallEvent, CallState, ToolCallResult, UserQuestion
+from toolcalls.workflows.models.call import (
+    CallEvent,
+    CallState,
+    ToolCallResult,
+)
 from toolcalls.workflows.models.grant import Grant
 from toolcalls.workflows.models.principal import Principal
+from toolcalls.workflows.models.question import (
+    UserQuestion,
+)
 from toolcalls.workflows.models.reconcile import Reconciliation, Settled
 from toolcalls.workflows.reach.client import CallView, PendingCall
 
@@ -344,6 +351,14 @@ def view_text(view: CallView) -> str:
         lines += _approval_lines(state.pending_approval)
     if state.pending_question is not None:
         lines += _question_lines(state.pending_question)
+    if state.pending_connection is not None:
+        consent = state.pending_connection
+        until = consent.expires_at.isoformat() if consent.expires_at else "no time limit"
+        lines += [
+            f"waits for {consent.principal} to connect a {consent.provider} account "
+            f"(until {until}):",
+            f"  {consent.url}",
+        ]
     if state.events:
         lines += _event_lines(state.events)
     if view.history_events:

@@ -17,7 +17,6 @@ from toolcalls.workflows.models.approval import (
     DecisionInput,
 )
 from toolcalls.workflows.models.call import (
-    AskUserOutput,
     CallEvent,
     CallState,
     CallStatus,
@@ -28,10 +27,13 @@ from toolcalls.workflows.models.call import (
     ToolCallRequest,
     ToolCallResult,
     ToolError,
+)
+from toolcalls.workflows.models.principal import Principal
+from toolcalls.workflows.models.question import (
+    AskUserOutput,
     UserAnswer,
     UserQuestion,
 )
-from toolcalls.workflows.models.principal import Principal
 
 __all__ = [
     "ApprovalDecision",

@@ -23,6 +23,7 @@ from toolcalls.activities.calendar.settings import (
     CalendarSettings,
 )
 from toolcalls.activities.calendar.tools import CalendarTools
+from toolcalls.activities.connections.settings import BACKEND_PROVIDERS
 from toolcalls.activities.family import Deployment, Extra, Family, FamilySettings, Resources, needs
 from toolcalls.activities.spec import Timeouts, ToolSpec
 from toolcalls.workflows.models.call import SideEffect
@@ -104,15 +105,17 @@ def _build(settings: CalendarFamilySettings, resources: Resources) -> Iterable[o
     return [
         resources.open(
             "calendar.backend",
-            lambda: CalendarTools(settings.calendar, environ=resources.environ),
+            lambda: CalendarTools(
+                settings.calendar, environ=resources.environ, connections=resources.connections
+            ),
             errors=(ImportError,),
         )
     ]
 
 
 _KEYS_OF = {
-    "google": ("calendar_id", "account", "token_env", "token_file"),
-    "outlook": ("calendar_id", "user_id", "account", "token_env", "token_file"),
+    "google": ("calendar_id", "account", "token_env", "token_file", "connection"),
+    "outlook": ("calendar_id", "user_id", "account", "token_env", "token_file", "connection"),
     "caldav": ("url", "username", "account", "password_env", "password_file", "ca_file"),
 }
 
@@ -135,7 +138,9 @@ def _problems(settings: CalendarFamilySettings, deployment: Deployment) -> list[
             continue
         if getattr(cal, key) != info.get_default(call_default_factory=True):
             problems.append(f"calendar.{key}: the {kind} backend does not use it")
-    if kind in ("google", "outlook"):
+    if kind in ("google", "outlook") and cal.connection is not None:
+        problems += _connection_problems(cal, kind, deployment)
+    elif kind in ("google", "outlook"):
         problems += _one_of(cal.token_env, cal.token_file, "token", enabled, "an access token")
     elif kind == "caldav":
         if cal.url is None:
@@ -160,6 +165,18 @@ def _problems(settings: CalendarFamilySettings, deployment: Deployment) -> list[
     return problems
 
 
+def _connection_problems(cal: CalendarSettings, kind: str, deployment: Deployment) -> list[str]:
+    problems = []
+    wanted = BACKEND_PROVIDERS[kind]
+    if cal.connection != wanted:
+        problems.append(f"calendar.connection: the {kind} backend connects through {wanted}")
+    elif cal.connection not in deployment.providers:
+        problems.append(f"calendar.connection: no [[connections.providers]] named {cal.connection}")
+    if cal.token_env is not None or cal.token_file is not None:
+        problems.append("calendar.connection: set connection or token_env/token_file, not both")
+    return problems
+
+
 def _one_of(env: str | None, file: object, what: str, enabled: list[str], need: str) -> list[str]:
     if env is None and file is None:
         return [f"calendar.{what}_env: {needs(enabled)} {need}: set {what}_env or {what}_file"]
@@ -179,7 +196,7 @@ def _advertise(
         help_text = _custom_help(cal)
     offered = []
     for spec in tools:
-        changes: dict[str, object] = {"timeouts": timeouts}
+        changes: dict[str, object] = {"timeouts": timeouts, "connection": cal.connection}
         if spec.name == "list_calendar_events":
             changes["description"] = _list_description(help_text)
         offered.append(dataclasses.replace(spec, **changes))  # type: ignore[arg-type]

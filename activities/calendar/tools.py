@@ -35,11 +35,13 @@ from toolcalls.activities.calendar.models import (
 from toolcalls.activities.calendar.outlook import OutlookCalendar
 from toolcalls.activities.calendar.settings import CalendarSettings
 from toolcalls.activities.calendar.tokens import PageToken, creation_id, scope_digest, window_digest
+from toolcalls.activities.connections import Connections
 from toolcalls.activities.errors import tool_error
 from toolcalls.activities.heartbeat import Heartbeat
 from toolcalls.activities.network.guard import NetworkGuard
 from toolcalls.activities.network.service import (
     CredentialError,
+    Credentials,
     Secret,
     ServiceClient,
     basic_auth,
@@ -65,13 +67,15 @@ class CalendarTools:
         environ: Mapping[str, str] | None = None,
         guard: NetworkGuard | None = None,
         backend: Backend | None = None,
+        connections: Connections | None = None,
     ) -> None:
         """``guard`` replaces the network guard (tests: a mock transport); ``backend`` the whole
-        backend."""
+        backend; ``connections``: the deployment's, for ``connection``."""
         self._settings = settings
         self._environ = os.environ if environ is None else environ
         self._secret = _secret(settings)
-        self._backend = backend or make_backend(settings, self._environ, guard)
+        self._credentials = _connected(settings, connections)
+        self._backend = backend or make_backend(settings, self._environ, guard, connections)
 
     @property
     def backend(self) -> Backend:
@@ -214,6 +218,9 @@ class CalendarTools:
 
     async def _check_credential(self) -> None:
         """The credential can be read now (it is read again when each request is sent)."""
+        if self._credentials is not None:
+            await self._credentials()  # the principal's token, refreshed if it must be
+            return
         if self._secret is None:
             return
         try:
@@ -257,7 +264,18 @@ def _new_event(args: CreateCalendarEventArgs, call: CallContext) -> NewEvent:
     )
 
 
+def _connected(settings: CalendarSettings, connections: Connections | None) -> Credentials | None:
+    """The call's principal's token, when the deployment backs the calendar by connections."""
+    if settings.connection is None:
+        return None
+    if connections is None:
+        raise ValueError("calendar.connection needs [connections] with its provider")
+    return connections.bearer(settings.connection, "calendar")
+
+
 def _secret(settings: CalendarSettings) -> Secret | None:
+    if settings.connection is not None:
+        return None
     if settings.backend in ("google", "outlook"):
         return Secret(env=settings.token_env, file=settings.token_file)
     if settings.backend == "caldav":
@@ -275,7 +293,10 @@ def tls_verification(settings: CalendarSettings) -> ssl.SSLContext | bool:
 
 
 def make_backend(
-    settings: CalendarSettings, environ: Mapping[str, str], guard: NetworkGuard | None = None
+    settings: CalendarSettings,
+    environ: Mapping[str, str],
+    guard: NetworkGuard | None = None,
+    connections: Connections | None = None,
 ) -> Backend:
     """The configured backend; raises ``ValueError`` (or ``BackendLoadError``) naming what is
     wrong. Nothing connects here."""
@@ -285,11 +306,12 @@ def make_backend(
     secret = _secret(settings)
     timeout = settings.timeout_seconds
     if kind in ("google", "outlook"):
-        assert secret is not None
+        connected = _connected(settings, connections)
+        assert secret is not None or connected is not None
         name = "google calendar" if kind == "google" else "microsoft graph"
         client = ServiceClient(
             name,
-            credentials=bearer_token(secret, environ),
+            credentials=connected or bearer_token(secret, environ),  # type: ignore[arg-type]
             timeout_seconds=timeout,
             guard=guard or service_guard(),
         )

@@ -14,7 +14,12 @@ from toolcalls.activities.core.clock import ClockTools, DateTimeArgs, DateTimeRe
 from toolcalls.activities.core.questions import AskUserArgs
 from toolcalls.activities.family import Family, NoSettings, Resources
 from toolcalls.activities.spec import Timeouts, ToolSpec
-from toolcalls.workflows.models.call import AskUserOutput, SideEffect
+from toolcalls.workflows.models.call import (
+    SideEffect,
+)
+from toolcalls.workflows.models.question import (
+    AskUserOutput,
+)
 
 CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(

@@ -10,7 +10,11 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 
 from toolcalls.activities.base import ToolArgs
-from toolcalls.workflows.models.call import MAX_OPTION_CHARS, MAX_OPTIONS, MAX_QUESTION_CHARS
+from toolcalls.workflows.models.question import (
+    MAX_OPTION_CHARS,
+    MAX_OPTIONS,
+    MAX_QUESTION_CHARS,
+)
 
 
 class AskUserArgs(ToolArgs):

@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import Field
 
-from toolcalls.activities.email.backend import EmailBackend, load_factory
+from toolcalls.activities.connections import Connections
+from toolcalls.activities.email.backend import EmailBackend, MailConfiguration, load_factory
 from toolcalls.activities.email.gmail import Gmail
 from toolcalls.activities.email.imap import IMAPEmail
 from toolcalls.activities.email.models import (
@@ -139,9 +140,17 @@ def backend_factory(settings: EmailSettings) -> Callable[..., Any]:
     return BUILTIN_FACTORIES.get(settings.backend) or load_factory(settings.backend)
 
 
-def make_backend(settings: EmailSettings, environ: Mapping[str, str]) -> EmailBackend:
+def make_backend(
+    settings: EmailSettings,
+    environ: Mapping[str, str],
+    connections: Connections | None = None,
+) -> EmailBackend:
     """The configured backend; nothing connects to the account now."""
-    if settings.backend in BUILTIN_FACTORIES:
+    backend: Any
+    if settings.connection is not None and settings.backend in ("gmail", "outlook"):
+        service = Gmail if settings.backend == "gmail" else OutlookEmail
+        backend = service(settings, environ, connections=connections)
+    elif settings.backend in BUILTIN_FACTORIES:
         backend = BUILTIN_FACTORIES[settings.backend](settings, environ)
     else:
         backend = load_factory(settings.backend)(**settings.options)
@@ -155,7 +164,11 @@ def _build(settings: EmailFamilySettings, resources: Resources) -> Iterable[obje
     if not resources.serves(EmailTools):
         return []
     email = settings.email
-    backend = resources.open("email.backend", lambda: make_backend(email, resources.environ))
+    backend = resources.open(
+        "email.backend",
+        lambda: make_backend(email, resources.environ, resources.connections),
+        errors=(MailConfiguration,),
+    )
     return [EmailTools(email, backend)]
 
 
@@ -186,6 +199,10 @@ def _problems(settings: EmailFamilySettings, deployment: Deployment) -> list[str
         problem = credential_problem(email)
         if problem:
             problems.append(problem)
+        elif email.connection is not None and email.connection not in deployment.providers:
+            problems.append(
+                f"email.connection: no [[connections.providers]] named {email.connection}"
+            )
         if email.backend == "gmail" and email.sender is None and (drafts or sends):
             problems.append(
                 f"email.sender: {needs([n for n in enabled if n in COMPOSE_TOOLS])} gmail's "
@@ -216,6 +233,10 @@ def _advertise(settings: EmailFamilySettings, tools: tuple[ToolSpec, ...]) -> tu
         help_text = getattr(backend_factory(settings.email), "query_help", None)
     except ValueError:
         help_text = None  # reported by the configuration check
+    if settings.email.connection is not None and settings.email.backend in ("gmail", "outlook"):
+        tools = tuple(
+            dataclasses.replace(spec, connection=settings.email.connection) for spec in tools
+        )
     if not isinstance(help_text, str) or not help_text.strip():
         return tools
     return tuple(

@@ -20,6 +20,7 @@ from email.message import Message
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from toolcalls.activities.connections import Connections
 from toolcalls.activities.email import mime
 from toolcalls.activities.email.backend import (
     MailBackendError,
@@ -66,9 +67,10 @@ class Gmail:
         environ: Mapping[str, str],
         *,
         guard: NetworkGuard | None = None,
+        connections: Connections | None = None,
     ) -> None:
         self._settings = settings
-        self._client = service_client("gmail", settings, environ, guard)
+        self._client = service_client("gmail", settings, environ, guard, connections)
         self._base = f"{API}/{quote(settings.user_id, safe='@')}"
 
     async def list_messages(

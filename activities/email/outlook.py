@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 import httpx
 
+from toolcalls.activities.connections import Connections
 from toolcalls.activities.email import mime
 from toolcalls.activities.email.backend import MailRejected, MailServiceFailure, write_point
 from toolcalls.activities.email.compose import check_as_previewed, check_size, previewed_fields
@@ -73,9 +74,10 @@ class OutlookEmail:
         environ: Mapping[str, str],
         *,
         guard: NetworkGuard | None = None,
+        connections: Connections | None = None,
     ) -> None:
         self._settings = settings
-        self._client = service_client("microsoft graph", settings, environ, guard)
+        self._client = service_client("microsoft graph", settings, environ, guard, connections)
         user = settings.user_id
         self._base = f"{API}/me" if user == "me" else f"{API}/users/{quote(user, safe='@')}"
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from toolcalls.activities.connections import Connections
+from toolcalls.activities.connections.settings import BACKEND_PROVIDERS
 from toolcalls.activities.email.backend import (
     MailConfiguration,
     MailNotFound,
@@ -22,6 +24,7 @@ from toolcalls.activities.email.settings import EmailSettings
 from toolcalls.activities.network.failures import NetworkError
 from toolcalls.activities.network.guard import NetworkGuard
 from toolcalls.activities.network.service import (
+    Credentials,
     Secret,
     ServiceClient,
     ServiceError,
@@ -37,9 +40,16 @@ def service_client(
     settings: EmailSettings,
     environ: Mapping[str, str],
     guard: NetworkGuard | None,
+    connections: Connections | None = None,
 ) -> ServiceClient:
-    """A client authenticated by the token ``email.token_env`` or ``email.token_file`` names."""
-    if settings.token_env is not None:
+    """A client authenticated by the token ``email.token_env`` or ``email.token_file`` names, or
+    by the call's principal's own (``email.connection``)."""
+    credentials: Credentials
+    if settings.connection is not None:
+        if connections is None:
+            raise MailConfiguration("email.connection needs [connections] with its provider")
+        credentials = connections.bearer(settings.connection, "email")
+    elif settings.token_env is not None:
         secret = Secret(env=settings.token_env)
     elif settings.token_file is not None:
         secret = Secret(file=settings.token_file)
@@ -47,10 +57,12 @@ def service_client(
         raise MailConfiguration(
             f"email.token_env: the {service} backend needs token_env or token_file"
         )
+    if settings.connection is None:
+        credentials = bearer_token(secret, environ)
     verify: Any = tls_context(settings.ca_file) if settings.ca_file is not None else True
     return ServiceClient(
         service,
-        credentials=bearer_token(secret, environ),
+        credentials=credentials,
         timeout_seconds=settings.timeout_seconds,
         guard=guard or service_guard(verify=verify),
     )
@@ -91,6 +103,13 @@ def json_object(client: ServiceClient, response: ServiceResponse) -> dict[str, A
 
 def credential_problem(settings: EmailSettings) -> str | None:
     """What the token settings lack, for the configuration check."""
+    if settings.connection is not None:
+        if settings.token_env is not None or settings.token_file is not None:
+            return "email.connection: set connection or token_env/token_file, not both"
+        wanted = BACKEND_PROVIDERS[settings.backend]
+        if settings.connection != wanted:
+            return f"email.connection: the {settings.backend} backend connects through {wanted}"
+        return None
     if settings.token_env is None and settings.token_file is None:
         return f"email.token_env: the {settings.backend} backend needs token_env or token_file"
     return None

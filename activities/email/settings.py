@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
@@ -57,6 +58,9 @@ class EmailSettings(BaseModel):
     """Gmail and Outlook: the variable holding an OAuth access token."""
     token_file: Path | None = None
     """Gmail and Outlook: a file holding the token, read afresh for every request."""
+    connection: Literal["google", "microsoft"] | None = None
+    """Gmail and Outlook, instead of one token: act with each call's principal's own account,
+    connected through ``[[connections.providers]]`` of this name."""
     user_id: str = Field(default="me", pattern=_ASCII_TEXT)
     """Gmail's and Graph's user: ``me`` for delegated tokens, an id or address otherwise."""
 

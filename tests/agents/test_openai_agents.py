@@ -31,7 +31,9 @@ from toolcalls.agents.openai_agents import agent_data_converter, function_tool, 
 from toolcalls.agents.openai_agents.testing import ScriptedModel
 from toolcalls.worker.config import Config
 from toolcalls.worker.plugin import sandbox_runner
-from toolcalls.workflows.models.call import Definitions
+from toolcalls.workflows.models.definitions import (
+    Definitions,
+)
 from toolcalls.workflows.models.inline import inline_workflow_id
 from toolcalls.workflows.reach.client import ToolCallClient
 from toolcalls.workflows.reach.parent import ToolCalls

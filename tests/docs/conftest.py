@@ -67,9 +67,17 @@ groups = ["ops"]
 
 [profiles.research]
 tools = ["files.*", "calculator"]
+
+[connections]
+public_url = "http://127.0.0.1:8234"
+
+[[connections.providers]]
+name = "google"
+client_id = "docs-example-client"
 """
 """What a docs page's ``toolcalls.toml`` adds to the example deployment: the sections the pages
-set up (payload encryption and its codec server, an inbox account, a profile), with their
+set up (payload encryption and its codec server, an inbox account, a profile, an OAuth client
+for per-principal connections), with their
 secrets in the environment (``secrets()``)."""
 
 

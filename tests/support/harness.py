@@ -28,6 +28,8 @@ from toolcalls.workflows.models.call import (
     Phase,
     ToolCallRequest,
     ToolCallResult,
+)
+from toolcalls.workflows.models.question import (
     UserQuestion,
 )
 

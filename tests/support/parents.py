@@ -13,9 +13,11 @@ from temporalio import workflow
 
 from toolcalls.workflows.models.call import (
     CapabilityPolicy,
-    Definitions,
     ToolCallRequest,
     ToolCallResult,
+)
+from toolcalls.workflows.models.definitions import (
+    Definitions,
 )
 from toolcalls.workflows.models.principal import Principal
 from toolcalls.workflows.reach.parent import BudgetUsage, CallBudget, ToolCalls

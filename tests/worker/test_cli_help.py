@@ -39,7 +39,14 @@ def test_the_command_list_names_every_command_with_its_line(tmp_path: Path) -> N
 
 @pytest.mark.parametrize(
     "command",
-    [*[(name,) for name in COMMANDS], ("grants", "list"), ("grants", "revoke"), ("policy", "test")],
+    [
+        *[(name,) for name in COMMANDS],
+        ("grants", "list"),
+        ("grants", "revoke"),
+        ("connections", "list"),
+        ("connections", "revoke"),
+        ("policy", "test"),
+    ],
 )
 def test_every_command_says_what_it_does_and_gives_an_example(command: tuple[str, ...]) -> None:
     text = help_of(*command)

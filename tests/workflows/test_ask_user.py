@@ -27,12 +27,10 @@ from tests.support.harness import (
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.approval import ApprovalDecision, DecisionInput
 from toolcalls.workflows.models.call import (
-    MAX_ANSWER_CHARS,
     MEMO_PENDING_QUESTION,
     SEARCH_CAPABILITIES,
     SEARCH_STATUS,
     SEARCH_TOOL,
-    AskUserOutput,
     CallEvent,
     CallStatus,
     CapabilityPolicy,
@@ -40,6 +38,10 @@ from toolcalls.workflows.models.call import (
     ErrorCode,
     EventKind,
     Phase,
+)
+from toolcalls.workflows.models.question import (
+    MAX_ANSWER_CHARS,
+    AskUserOutput,
     QuestionStatus,
     UserAnswer,
     UserQuestion,

@@ -25,15 +25,17 @@ from toolcalls.workflows.call.deadlines import LATE_UPDATE, deliver_by_id, deliv
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.approval import ApprovalDecision, ApprovalRecord, ApprovalRequest
 from toolcalls.workflows.models.call import (
-    AskUserOutput,
     CallStatus,
     ErrorCode,
     EventKind,
     Phase,
-    QuestionStatus,
     ToolCallRequest,
 )
 from toolcalls.workflows.models.limits import PAYLOAD_LIMIT_BYTES
+from toolcalls.workflows.models.question import (
+    AskUserOutput,
+    QuestionStatus,
+)
 from toolcalls.workflows.reach.client import (
     Delivery,
     NoPendingRequest,

@@ -251,6 +251,7 @@ _EXPECTED_STATUS = {
     ErrorCode.APPROVAL_DENIED: CallStatus.DENIED,
     ErrorCode.APPROVAL_TIMED_OUT: CallStatus.DENIED,
     ErrorCode.BUDGET_EXCEEDED: CallStatus.DENIED,
+    ErrorCode.CONNECTION_REQUIRED: CallStatus.DENIED,
     ErrorCode.TIMED_OUT: CallStatus.TIMED_OUT,
     ErrorCode.CANCELED: CallStatus.CANCELED,
     ErrorCode.UNCERTAIN: CallStatus.UNCERTAIN,

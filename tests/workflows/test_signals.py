@@ -25,6 +25,8 @@ from toolcalls.workflows.models.call import (
     CallEvent,
     CallStatus,
     EventKind,
+)
+from toolcalls.workflows.models.question import (
     QuestionStatus,
     UserAnswer,
 )

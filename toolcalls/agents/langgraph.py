@@ -47,7 +47,12 @@ except ImportError as err:  # pragma: no cover - exercised in a subprocess
 from temporalio.client import Client
 
 from toolcalls.agents._worker import AgentWorker, serve_agents
-from toolcalls.workflows.models.call import Definitions, ToolCallResult
+from toolcalls.workflows.models.call import (
+    ToolCallResult,
+)
+from toolcalls.workflows.models.definitions import (
+    Definitions,
+)
 from toolcalls.workflows.models.reply import model_reply
 from toolcalls.workflows.reach.parent import ToolCalls
 

@@ -75,6 +75,8 @@ from toolcalls.workflows.models.call import (
     DEFAULT_APPROVAL_TIMEOUT,
     DEFAULT_TASK_QUEUE,
     CapabilityPolicy,
+)
+from toolcalls.workflows.models.definitions import (
     Definitions,
 )
 from toolcalls.workflows.models.reply import model_reply

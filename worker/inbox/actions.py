@@ -29,7 +29,9 @@ from toolcalls.workflows.models.approval import (
     GrantScope,
     GrantTerms,
 )
-from toolcalls.workflows.models.call import MAX_ANSWER_CHARS
+from toolcalls.workflows.models.question import (
+    MAX_ANSWER_CHARS,
+)
 from toolcalls.workflows.reach.client import CallNotFound, Delivery, NoPendingRequest
 
 if TYPE_CHECKING:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from toolcalls.activities.connections.settings import CALLBACK_PATH, START_PATH
+from toolcalls.worker.connections import pages as consent
 from toolcalls.worker.inbox import actions, login, pages
 from toolcalls.worker.inbox.auth import Refusal
 from toolcalls.worker.inbox.base import HERE, Inbox
@@ -91,6 +93,8 @@ def app(inbox: Inbox, *, slack: SlackInteractions | None = None) -> Starlette:
         Route("/logout", bound(login.logout), methods=["POST"]),
         Route("/recent", bound(pages.recent), methods=["GET"]),
         Route("/healthz", bound(pages.health), methods=["GET"]),
+        Route(START_PATH, bound(consent.start), methods=["GET"]),
+        Route(CALLBACK_PATH, bound(consent.callback), methods=["GET"]),
         Route("/api/pending", bound(pages.pending_version_api), methods=["GET"]),
         Route("/api/calls/{workflow_id:path}", bound(pages.call_version_api), methods=["GET"]),
         Route("/calls/{workflow_id:path}", bound(pages.call), methods=["GET"]),

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from toolcalls.activities.connections import Connections
 from toolcalls.worker.inbox import rendering
 from toolcalls.worker.inbox.auth import (
     Identity,
@@ -98,9 +99,12 @@ class Inbox:
         secret: bytes,
         *,
         secure: bool | None = None,
+        connections: Connections | None = None,
         approvers: ApproversSettings | None = None,
     ) -> None:
         self.calls = calls
+        self.connections = connections
+        """``[connections]``: the consent pages are served when it has providers."""
         self.section = section
         self.approvers = approvers
         """The deployment's approver rules (with the inbox's groups): who may stop a call."""

@@ -293,6 +293,7 @@ async def call_page(
         "why": [words.reason(text) for text in pending.reasons] if pending else [],
         "pending": pending,
         "question": state.pending_question,
+        "consent": state.pending_connection,
         "result": result,
         "status": result.status.value if result else state.phase.value,
         "status_text": (result.status.value if result else state.phase.value).replace("_", " "),

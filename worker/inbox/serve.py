@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TextIO
 
+from toolcalls.activities.connections import Connections
 from toolcalls.activities.family import Extra
 from toolcalls.worker.arguments import EXIT_OK, EXIT_USAGE, CommandError
 from toolcalls.worker.chat.slack import (
@@ -40,6 +41,7 @@ from toolcalls.worker.chat.slack import (
 )
 from toolcalls.worker.commands import connect_tools
 from toolcalls.worker.config import Config, ConfigError
+from toolcalls.worker.connections.build import deployment_connections
 from toolcalls.worker.inbox.auth import MAX_PASSWORD_CHARS, hash_password, session_secret
 from toolcalls.worker.inbox.settings import InboxSection, InboxUser, with_inbox_groups
 from toolcalls.worker.payloads.server import split_listen
@@ -104,6 +106,8 @@ class Plan:
     section: InboxSection
     secret: bytes
     dev_password: str | None = None
+    connections: Connections | None = None
+    """``[connections]``: the inbox serves their consent pages."""
     slack: SlackPlan | None = None
     approvers: ApproversSettings | None = None
     """The deployment's approver rules with the inbox's groups: who may stop a running call."""
@@ -168,7 +172,14 @@ def plan(
     if not from_env:
         log.info("sessions end when the inbox stops (no [inbox] session_secret_env)")
     approvers = with_inbox_groups(config.approvers, section.users)
-    return Plan(section, secret, password, slack_plan(config, environ), approvers)
+    return Plan(
+        section,
+        secret,
+        password,
+        connections=deployment_connections(config, environ),
+        slack=slack_plan(config, environ),
+        approvers=approvers,
+    )
 
 
 class _Server:
@@ -181,7 +192,13 @@ class _Server:
         from toolcalls.worker.inbox.app import app
         from toolcalls.worker.inbox.base import Inbox
 
-        self.inbox = Inbox(calls, plan.section, plan.secret, approvers=plan.approvers)
+        self.inbox = Inbox(
+            calls,
+            plan.section,
+            plan.secret,
+            connections=plan.connections,
+            approvers=plan.approvers,
+        )
         self.slack = None if plan.slack is None else plan.slack.endpoint(calls)
         config = uvicorn.Config(
             app(self.inbox, slack=self.slack),

@@ -21,7 +21,10 @@ import mcp_types as types
 from toolcalls.worker.mcp.handover import inbox_message
 from toolcalls.worker.render import compact, shorten, when
 from toolcalls.workflows.models.approval import MAX_REASON_CHARS, ApprovalRequest
-from toolcalls.workflows.models.call import MAX_ANSWER_CHARS, UserQuestion
+from toolcalls.workflows.models.question import (
+    MAX_ANSWER_CHARS,
+    UserQuestion,
+)
 
 PREVIEW_CHARS = 4_000
 """The approval form shows each preview artifact's text up to this many characters."""

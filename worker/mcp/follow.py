@@ -68,6 +68,12 @@ def progress_text(front: Front, view: CallView) -> str:
             f"waiting for the user's answer; answer at {front.decide_at(workflow_id)} or: "
             f"toolcalls answer {workflow_id} TEXT"
         )
+    elif state.phase is Phase.AWAITING_CONNECTION and state.pending_connection is not None:
+        consent = state.pending_connection
+        text = (
+            f"waiting for {consent.principal} to connect a {consent.provider} account: "
+            f"{consent.url}"
+        )
     elif state.phase is Phase.PREPARING:
         text = f"{state.tool}: preparing the preview for approval"
     else:

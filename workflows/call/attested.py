@@ -68,6 +68,7 @@ class Attested(CallBase):
             digest=plan.digest,
             visible_tools=plan.visible_tools,
             decision=decision,
+            principal=plan.principal.id if plan.connection and plan.principal else None,
         )
 
     async def _attest(self, claim: AttestInput, what: str) -> Attestation:

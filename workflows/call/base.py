@@ -59,6 +59,8 @@ from toolcalls.workflows.models.call import (
     ToolCallRequest,
     ToolCallResult,
     ToolError,
+)
+from toolcalls.workflows.models.question import (
     UserAnswer,
     UserQuestion,
 )
@@ -320,6 +322,7 @@ class CallBase:
             precondition=self._precondition,
             visible_tools=plan.visible_tools,
             attestation=self._attestations.get(plan.digest),
+            principal=plan.principal.id if plan.connection and plan.principal else None,
         )
 
     async def _wait(self, done: Callable[[], bool], timeout: timedelta | None) -> bool:

@@ -16,6 +16,8 @@ from temporalio.common import RetryPolicy
 from toolcalls.workflows.models.call import (
     DEFINITIONS_ACTIVITY,
     DEFINITIONS_WORKFLOW,
+)
+from toolcalls.workflows.models.definitions import (
     Definitions,
     DefinitionsRequest,
 )

@@ -25,6 +25,7 @@ _STATUS_FOR_CODE = {
     ErrorCode.APPROVAL_DENIED: CallStatus.DENIED,
     ErrorCode.APPROVAL_TIMED_OUT: CallStatus.DENIED,
     ErrorCode.BUDGET_EXCEEDED: CallStatus.DENIED,
+    ErrorCode.CONNECTION_REQUIRED: CallStatus.DENIED,
     ErrorCode.TIMED_OUT: CallStatus.TIMED_OUT,
     ErrorCode.CANCELED: CallStatus.CANCELED,
     ErrorCode.UNCERTAIN: CallStatus.UNCERTAIN,

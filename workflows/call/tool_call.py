@@ -17,15 +17,13 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError, CancelledError
 
 from toolcalls.workflows.call import telemetry
+from toolcalls.workflows.call.connections import Connecting
 from toolcalls.workflows.call.deadlines import refuse_late
 from toolcalls.workflows.call.grants_and_notices import FINISHED_NOTICE_PATCH
 from toolcalls.workflows.call.parts import _STATUS_FOR_CODE, _Ended
-from toolcalls.workflows.call.quotas import Quotas
 from toolcalls.workflows.models.call import (
-    MAX_ANSWER_CHARS,
     MEMO_PENDING_QUESTION,
     WORKFLOW_NAME,
-    AskUserOutput,
     CallPlan,
     CallState,
     CallStatus,
@@ -34,9 +32,13 @@ from toolcalls.workflows.models.call import (
     EventKind,
     Phase,
     PlanOutcome,
-    QuestionStatus,
     ToolCallRequest,
     ToolCallResult,
+)
+from toolcalls.workflows.models.question import (
+    MAX_ANSWER_CHARS,
+    AskUserOutput,
+    QuestionStatus,
     UserAnswer,
     UserQuestion,
 )
@@ -49,7 +51,7 @@ from toolcalls.workflows.rules import policy
     # fails the workflow at once instead of failing its first task forever.
     failure_exception_types=[ValidationError],
 )
-class ToolCallWorkflow(Quotas):
+class ToolCallWorkflow(Connecting):
     """Runs one tool call under the deployment's ceiling and the request's policy."""
 
     @workflow.init
@@ -57,6 +59,7 @@ class ToolCallWorkflow(Quotas):
         super().__init__(request)
         self._init_approvals()
         self._init_quotas()
+        self._init_connections()
 
     @workflow.run
     async def run(self, request: ToolCallRequest) -> ToolCallResult:
@@ -85,6 +88,8 @@ class ToolCallWorkflow(Quotas):
                 f"{plan.tool}: denied by policy: {reasons}",
             )
         self._check_budget()
+        if plan.consent is not None:
+            await self._await_connection(plan)
         if plan.quotas:
             await self._reserve(plan)
         if decision.effect is Effect.REQUIRE_APPROVAL:
@@ -248,6 +253,7 @@ class ToolCallWorkflow(Quotas):
             events=list(self._events),
             result=self._result,
             principal=self._request.principal.id if self._request.principal else None,
+            pending_connection=self._pending_connection,
         )
 
 

@@ -62,3 +62,5 @@ class AttestInput(BaseModel):
     expires_at: datetime | None = None
     terms: dict[str, Any] | None = None
     """A grant's terms (``decision="grant"``), as JSON."""
+    principal: str | None = None
+    """For a connection-backed tool: whose connection the call acts through."""

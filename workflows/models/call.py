@@ -15,14 +15,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from temporalio.common import SearchAttributeKey
 
 from toolcalls.workflows.models.approval import (
-    MAX_APPROVER_CHARS,
     ApprovalRecord,
     ApprovalRequest,
     ApprovalRule,
     ArgumentEdit,
 )
 from toolcalls.workflows.models.attest import Attestation
+from toolcalls.workflows.models.connection import ConsentRequest
 from toolcalls.workflows.models.principal import Principal
+from toolcalls.workflows.models.question import UserQuestion
 from toolcalls.workflows.models.quota import QuotaCharge
 from toolcalls.workflows.models.verdict import PolicyVerdict
 
@@ -38,11 +39,6 @@ MARKER_WORKFLOW = "ToolCallsEncrypts"
 
 DEFAULT_TASK_QUEUE = "toolcalls"
 DEFAULT_APPROVAL_TIMEOUT = timedelta(hours=24)
-
-MAX_QUESTION_CHARS = 8_000
-MAX_OPTIONS = 10
-MAX_OPTION_CHARS = 500
-MAX_ANSWER_CHARS = 16_384
 
 SEARCH_STATUS = SearchAttributeKey.for_keyword("ToolCallStatus")
 SEARCH_TOOL = SearchAttributeKey.for_keyword("ToolName")
@@ -110,6 +106,7 @@ class Phase(StrEnum):
     PREPARING = "preparing"
     AWAITING_APPROVAL = "awaiting_approval"
     AWAITING_ANSWER = "awaiting_answer"
+    AWAITING_CONNECTION = "awaiting_connection"
     RUNNING = "running"
     DONE = "done"
 
@@ -137,6 +134,9 @@ class ErrorCode(StrEnum):
     NETWORK_UNAVAILABLE = "network_unavailable"
     QUOTA_EXCEEDED = "quota_exceeded"
     """A ``[[quotas]]`` limit has no room for the call; ``retry_at`` says when it may."""
+    CONNECTION_REQUIRED = "connection_required"
+    """The tool acts with the principal's own account, and the call has no principal, or the
+    principal did not connect the account in time; nothing ran."""
 
 
 class ToolError(_Model):
@@ -243,6 +243,11 @@ class CallPlan(_Model):
     a policy again; a changed policy affects only new calls)."""
     quotas: list[QuotaCharge] = Field(default_factory=list)
     """The ``[[quotas]]`` the call is charged to, reserved before it may execute."""
+    connection: str | None = None
+    """The provider whose per-principal connection the tool acts through (``google``,
+    ``microsoft``); the call's principal is then bound into its attestation."""
+    consent: ConsentRequest | None = None
+    """The principal had no connection when planned: the call waits for one."""
 
 
 class PlanInput(_Model):
@@ -263,22 +268,6 @@ class PlanInput(_Model):
     """The parent workflow's id, for the policies' context."""
 
 
-class DefinitionsRequest(_Model):
-    """What ``DEFINITIONS_ACTIVITY`` is asked for: a profile's (or every enabled tool's)
-    definitions in one provider's shape."""
-
-    profile: str | None = None
-    format: str = "anthropic"
-
-
-class Definitions(_Model):
-    """Model-facing definitions, and the profile's snapshot identity."""
-
-    profile: str | None
-    digest: str | None
-    definitions: list[dict[str, Any]]
-
-
 class PlanOutcome(_Model):
     plan: CallPlan | None = None
     error: ToolError | None = None
@@ -290,40 +279,6 @@ class PlanOutcome(_Model):
     attestation: Attestation | None = None
     """The deployment's word on this plan, for the workflow run that asked for it: ``inline``
     for a workflow that runs the call itself, ``planned`` for ``ToolCallWorkflow``."""
-
-
-class QuestionStatus(StrEnum):
-    ANSWERED = "answered"
-    DECLINED = "declined"
-    TIMED_OUT = "timed_out"
-
-
-class UserQuestion(_Model):
-    """A question the workflow is waiting to have answered (``ask_user``)."""
-
-    request_id: str
-    workflow_id: str
-    call_id: str
-    question: str
-    options: list[str]
-    asked_at: datetime
-    expires_at: datetime | None
-
-
-class UserAnswer(_Model):
-    """The payload of the ``answer`` update and ``answer_signal`` signal; ``None`` declines."""
-
-    request_id: str
-    answer: str | None
-    responder: str = Field(default="", max_length=MAX_APPROVER_CHARS)
-
-
-class AskUserOutput(_Model):
-    """The output of ``ask_user``."""
-
-    request_id: str
-    status: QuestionStatus
-    answer: str | None
 
 
 class EventKind(StrEnum):
@@ -355,6 +310,9 @@ class EventKind(StrEnum):
     QUOTA_EXCEEDED = "quota_exceeded"
     QUOTA_RELEASED = "quota_released"
     """A shadow policy set would have decided the call otherwise (not enforced)."""
+    CONNECTION_REQUESTED = "connection_requested"
+    CONNECTED = "connected"
+    CONNECTION_TIMED_OUT = "connection_timed_out"
     STARTED = "started"
     CANCEL_REQUESTED = "cancel_requested"
     FINISHED = "finished"
@@ -415,6 +373,8 @@ class CallState(_Model):
     result: ToolCallResult | None
     principal: str | None = None
     """The id of whom the call acts for."""
+    pending_connection: ConsentRequest | None = None
+    """The account the call waits for its principal to connect, and where."""
 
 
 class Notification(_Model):
@@ -459,3 +419,5 @@ class ExecuteInput(_Model):
     attestation: Attestation | None = None
     """The deployment's word that this run may run this call: its plan's, or once approved, the
     approval's (``toolcalls.workflows.models.attest``)."""
+    principal: str | None = None
+    """For a connection-backed tool only: whose connection it acts through (attested)."""

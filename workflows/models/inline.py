@@ -18,7 +18,13 @@ from toolcalls.workflows.models.approval import (
     DecisionInput,
     EditProposal,
 )
-from toolcalls.workflows.models.call import Phase, UserAnswer, UserQuestion
+from toolcalls.workflows.models.call import (
+    Phase,
+)
+from toolcalls.workflows.models.question import (
+    UserAnswer,
+    UserQuestion,
+)
 
 INLINE_DECIDE = "toolcalls.inline.decide"
 """Update: an ``InlineDecision``; returns the ``ApprovalRecord``."""

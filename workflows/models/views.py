@@ -14,13 +14,15 @@ from temporalio.client import WorkflowHandle
 
 from toolcalls.workflows.models.approval import ApprovalRecord, ApprovalRequest
 from toolcalls.workflows.models.call import (
-    AskUserOutput,
     CallState,
     Phase,
     ToolCallResult,
-    UserQuestion,
 )
 from toolcalls.workflows.models.limits import PayloadTooLarge
+from toolcalls.workflows.models.question import (
+    AskUserOutput,
+    UserQuestion,
+)
 from toolcalls.workflows.models.reconcile import Reconciliation
 
 __all__ = [

@@ -43,15 +43,20 @@ from toolcalls.workflows.models.call import (
     WORKFLOW_NAME,
     CallState,
     CallStatus,
-    Definitions,
-    DefinitionsRequest,
     Phase,
     ToolCallRequest,
     ToolCallResult,
-    UserQuestion,
+)
+from toolcalls.workflows.models.connection import MEMO_PENDING_CONNECTION, ConsentRequest
+from toolcalls.workflows.models.definitions import (
+    Definitions,
+    DefinitionsRequest,
 )
 from toolcalls.workflows.models.grant import Grant, Revocation
 from toolcalls.workflows.models.limits import PayloadTooLarge, check_request
+from toolcalls.workflows.models.question import (
+    UserQuestion,
+)
 from toolcalls.workflows.models.reconcile import Reconciliation
 from toolcalls.workflows.models.views import (
     CallConflict,
@@ -321,6 +326,7 @@ class ToolCallClient(ClientBase):
             pending_question=model_or_none(UserQuestion, memo.get(MEMO_PENDING_QUESTION)),
             events=[],
             result=None,
+            pending_connection=model_or_none(ConsentRequest, memo.get(MEMO_PENDING_CONNECTION)),
         )
         names = [EventType.Name(e.event_type).removeprefix("EVENT_TYPE_") for e in history.events]
         return CallView(

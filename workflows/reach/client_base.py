@@ -46,13 +46,15 @@ from toolcalls.workflows.models.call import (
     DEFAULT_TASK_QUEUE,
     MEMO_PENDING_APPROVAL,
     MEMO_PENDING_QUESTION,
-    AskUserOutput,
     CallState,
     ToolCallResult,
+)
+from toolcalls.workflows.models.limits import check_payload
+from toolcalls.workflows.models.question import (
+    AskUserOutput,
     UserAnswer,
     UserQuestion,
 )
-from toolcalls.workflows.models.limits import check_payload
 from toolcalls.workflows.models.views import Delivery, NoPendingRequest, Outcome, model_or_none
 from toolcalls.workflows.reach.client_inline import InlineRef, InlineRoutes, inline_ref
 from toolcalls.workflows.reach.delivery import (

@@ -35,7 +35,9 @@ from toolcalls.workflows.models.approval import (
     ApprovalRequest,
     EditProposal,
 )
-from toolcalls.workflows.models.call import AskUserOutput, CallState, UserAnswer
+from toolcalls.workflows.models.call import (
+    CallState,
+)
 from toolcalls.workflows.models.inline import (
     INLINE_ANSWER,
     INLINE_ANSWER_SIGNAL,
@@ -51,6 +53,10 @@ from toolcalls.workflows.models.inline import (
     InlineEdit,
     InlinePending,
     split_inline_id,
+)
+from toolcalls.workflows.models.question import (
+    AskUserOutput,
+    UserAnswer,
 )
 from toolcalls.workflows.models.views import (
     CallNotFound,

@@ -30,9 +30,7 @@ from toolcalls.workflows.models.approval import (
 )
 from toolcalls.workflows.models.call import (
     SEARCH_INLINE_WAITING,
-    AskUserOutput,
     CallState,
-    UserAnswer,
 )
 from toolcalls.workflows.models.inline import (
     INLINE_ANSWER,
@@ -49,6 +47,10 @@ from toolcalls.workflows.models.inline import (
     InlinePending,
 )
 from toolcalls.workflows.models.limits import encoded_size
+from toolcalls.workflows.models.question import (
+    AskUserOutput,
+    UserAnswer,
+)
 
 MAX_LISTED = 50
 """Inline calls listed in the memo at most; ``ToolCallsWaiting`` counts every one."""

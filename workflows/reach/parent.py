@@ -55,14 +55,16 @@ from toolcalls.workflows.models.call import (
     PLAN_ACTIVITY,
     CallStatus,
     CapabilityPolicy,
-    Definitions,
-    DefinitionsRequest,
     ErrorCode,
     PlanInput,
     PlanOutcome,
     ToolCallRequest,
     ToolCallResult,
     ToolError,
+)
+from toolcalls.workflows.models.definitions import (
+    Definitions,
+    DefinitionsRequest,
 )
 from toolcalls.workflows.models.inline import inline_workflow_id
 from toolcalls.workflows.models.limits import (

@@ -15,6 +15,8 @@ from toolcalls.workflows.models.call import (
     SEARCH_TOOL,
     WORKFLOW_NAME,
     Phase,
+)
+from toolcalls.workflows.models.question import (
     UserQuestion,
 )
 from toolcalls.workflows.models.views import PendingCall, metadata_of, model_or_none

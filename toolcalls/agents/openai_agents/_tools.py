@@ -19,9 +19,11 @@ from temporalio import workflow
 
 from toolcalls.workflows.models.call import (
     CallStatus,
-    Definitions,
     ErrorCode,
     ToolCallRequest,
+)
+from toolcalls.workflows.models.definitions import (
+    Definitions,
 )
 from toolcalls.workflows.models.inline import inline_workflow_id
 from toolcalls.workflows.models.reply import model_reply
