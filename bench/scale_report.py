@@ -15,7 +15,7 @@ DEFAULT_START_CONCURRENCY = 8
 """Starts in flight at once while putting the N calls into the wait (``--start-concurrency``).
 
 With 64, a SQLite dev server on 2 cores spent itself on the starts at N=10,000 and handed the
-worker its tasks 12 times slower (docs/performance.md, "Scale")."""
+worker its tasks 12 times slower (docs/performance.md, "What a deployment should expect")."""
 PAGE_SIZES = (100, 1000)
 SUPER_LINEAR = 1.5
 """A figure whose growth, against linear, exceeds this is flagged."""

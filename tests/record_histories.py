@@ -308,6 +308,11 @@ async def profiled(client: Client, queue: str) -> Handle:
     return await start_call(client, queue, "search_tools", {"query": "probe"}, profile="probes")
 
 
+async def finished_notice(client: Client, queue: str) -> Handle:
+    """A request that names a ``notify`` webhook: told how the call ended."""
+    return await start_call(client, queue, "calculator", {"expression": "6 * 7"}, notify="ops")
+
+
 async def notified(client: Client, queue: str) -> Handle:
     handle = await start_call(client, queue, "probe_write", {"token": "n"})
     pending = await _pending(handle)
@@ -448,6 +453,7 @@ APPROVERS = {
 }
 SECTIONS: dict[str, dict[str, Any]] = {
     "canceled": {"ceiling": {"default_effect": "allow"}},
+    "canceled_write": {"ceiling": {"default_effect": "allow"}},
     "uncertain": {"ceiling": {"default_effect": "allow"}},
     "uncertain_progress": {"ceiling": {"default_effect": "allow"}},
     "progress": {
@@ -548,6 +554,10 @@ SCENARIOS: dict[str, Scenario] = {
     "connection_timed_out": connection_timed_out,
     # Since a running tool publishes progress (a signal per batch, no command).
     "progress": progress,
+    # Since a write canceled while it ran ends uncertain (``toolcalls-canceled-write-uncertain``).
+    "canceled_write": canceled,
+    # Since a request may name a webhook told when the call ends (``toolcalls-finished-notice``).
+    "finished_notice": finished_notice,
 }
 WITHOUT_PATCH = {"identity_counted_twice_before_patch": IDENTITY_PATCH}
 """Recordings of the path before a patch: their worker leaves that patch off, as old code did."""
@@ -592,6 +602,8 @@ EXPECTED_STATUS = {
     "connection_awaited": "completed",
     "connection_timed_out": "denied",
     "progress": "completed",
+    "canceled_write": "uncertain",
+    "finished_notice": "completed",
 }
 """The status each recorded history ends with; the replay test checks the files against it."""
 
@@ -609,7 +621,7 @@ async def record(names: list[str]) -> None:
             queue = f"record-{uuid.uuid4()}"
             with serve({"/hook": text("ok")}) as receiver:
                 sections = SECTIONS.get(name, SECTIONS.get(SCENARIOS[name].__name__, {}))
-                if SCENARIOS[name] is notified:
+                if SCENARIOS[name] in (notified, finished_notice):
                     hook = {"name": "ops", "url": receiver.url("/hook")}
                     sections = {"notifications": {"webhooks": [hook | PRIVATE]}}
                 if name == "edit_refused":

@@ -5,7 +5,7 @@ there with a deadlock timeout of 2 s. Each activation thus costs two thread hand
 thread wakes to run it, then wakes the event loop with its completion, and both threads take the
 interpreter lock in turn. A call that waits and is approved takes six activations (nine when it
 left the cache while it waited), and a profile of the worker on 2 cores put about 29% of its CPU
-in the kernel, most of it switching threads (docs/performance.md, "Scale").
+in the kernel, most of it switching threads (docs/performance.md, "The two paths").
 
 ``OwnOnTheLoop`` is the worker's executor: an activation of a workflow that ``OwnUnsandboxed``
 created without the sandbox (``ToolCallWorkflow`` and its companions) runs as a callback on the

@@ -132,6 +132,11 @@ def build_request(args: argparse.Namespace) -> ToolCallRequest:
     )
     if principal is not None:
         fields["principal"] = principal
+    notify = getattr(args, "notify", None)
+    if notify is not None:
+        if not notify.strip() or len(notify) > 2_048:
+            raise CommandError(EXIT_USAGE, "call: --notify: a webhook's name or URL (at most 2048)")
+        fields["notify"] = notify
     return ToolCallRequest(**fields)
 
 

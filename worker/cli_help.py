@@ -72,6 +72,10 @@ COMMANDS: dict[str, Help] = {
         "ask the backend whether an uncertain call's write happened, and record the answer",
         "toolcalls reconcile write-1",
     ),
+    "cancel": Help(
+        "stop a call: waiting or running, it ends canceled (uncertain for a write under way)",
+        'toolcalls cancel write-1 --reason "wrong branch"',
+    ),
     "approve": Help(
         "approve the request a call waits on",
         'toolcalls approve write-1 --by alice --reason "looks right"',

@@ -219,6 +219,12 @@ def _call_parsers(commands_: Commands) -> None:
         action="store_true",
         help="print the workflow id once the call is planned, instead of the result",
     )
+    call.add_argument(
+        "--notify",
+        metavar="WEBHOOK",
+        help="when the call ends, post a signed 'finished' notification to this webhook of the "
+        "deployment ([[notifications.webhooks]]: its name or URL)",
+    )
 
     pending = _command(commands_, "pending", parents=both)
     pending.add_argument(
@@ -255,6 +261,9 @@ def _call_parsers(commands_: Commands) -> None:
     )
     reconcile = _command(commands_, "reconcile", parents=both)
     reconcile.add_argument("workflow_id", metavar="WORKFLOW_ID", help=WORKFLOW_ID)
+    cancel = _command(commands_, "cancel", parents=both)
+    cancel.add_argument("workflow_id", metavar="WORKFLOW_ID", help=WORKFLOW_ID)
+    cancel.add_argument("--reason", metavar="TEXT", help="why (recorded in the call's history)")
 
     for verb in ("approve", "deny", "respond"):
         decide = _command(commands_, verb, parents=both)

@@ -6,8 +6,8 @@ storage, references) the SDK asks the workflow instance which serialization cont
 the sandboxed instance answers by compiling and ``exec``-ing a snippet inside the sandbox with its
 import hooks applied. That lookup reads the instance's pending commands and builds a small
 dataclass; it imports nothing and runs no workflow code, yet it was about a third of a worker's
-CPU per call (docs/performance.md, "Scale"). ``ContextRunner`` asks the instance inside the
-sandbox directly. Workflow code still runs only through the sandbox's ``activate``.
+CPU per call (a cProfile of a ``bench-scale`` worker). ``ContextRunner`` asks the instance
+inside the sandbox directly. Workflow code still runs only through the sandbox's ``activate``.
 
 It reaches into the SDK's private ``_Instance``: when that moves, the lookup falls back to the
 SDK's own path (and, should the private module itself move, ``ContextRunner`` is the SDK's runner
@@ -19,7 +19,7 @@ it, yet each activation still pays for entering and leaving the sandbox. ``OwnUn
 ``ToolCallWorkflow`` and its companions with the SDK's unsandboxed runner there and every other
 workflow of the worker (the user's own) in the sandbox as before. Replays and isolated workers keep
 the sandbox for ours too, so a non-deterministic call slipped into the workflow code still fails in
-the test suite (docs/performance.md, "Our workflows without the sandbox").
+the test suite (docs/performance.md, "The two paths").
 """
 
 from __future__ import annotations

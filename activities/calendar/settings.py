@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from pathlib import Path
 from typing import Any, Literal
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from toolcalls.activities.hosts import is_loopback
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
 """``calendar_tools(timeout_seconds=30)`` (spec): the bound of one whole operation."""
@@ -96,13 +97,3 @@ def url_problem(url: str) -> str | None:
     if parsed.scheme == "http" and not is_loopback(parsed.host):
         return f"{url!r}: plain http is allowed only for a loopback address; use https"
     return None
-
-
-def is_loopback(host: str) -> bool:
-    """A loopback literal or ``localhost``: the only hosts plain http may reach."""
-    if host.lower().rstrip(".") == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False

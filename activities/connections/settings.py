@@ -6,12 +6,13 @@ client's secret, and ``key_env`` / ``key_file`` where the store's encryption key
 
 from __future__ import annotations
 
-import ipaddress
 from pathlib import Path
 from typing import Literal
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from toolcalls.activities.hosts import is_loopback
 
 GOOGLE_AUTHORIZE_URL = "https://accounts.google.com/o/oauth2/v2/auth"
 GOOGLE_TOKEN_URL = "https://oauth2.googleapis.com/token"
@@ -148,15 +149,6 @@ def url_problem(url: str) -> str | None:
         return f"{url!r} is not an http(s) url"
     if parsed.userinfo or parsed.fragment:
         return f"{url!r}: no credentials or fragment in the url"
-    if parsed.scheme == "http" and not _loopback(parsed.host):
+    if parsed.scheme == "http" and not is_loopback(parsed.host):
         return f"{url!r}: plain http is allowed only for a loopback address; use https"
     return None
-
-
-def _loopback(host: str) -> bool:
-    if host.lower().rstrip(".") == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False

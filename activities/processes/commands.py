@@ -23,7 +23,7 @@ from temporalio import activity
 
 from toolcalls.activities.base import CallContext
 from toolcalls.activities.errors import tool_error
-from toolcalls.activities.heartbeat import Heartbeat
+from toolcalls.activities.heartbeat import PromptHeartbeat
 from toolcalls.activities.limits import MAX_PAYLOAD_BYTES, output_bytes
 from toolcalls.activities.processes.approval import check_unchanged, prepared
 from toolcalls.activities.processes.code_env import refusal, refused_env
@@ -188,7 +188,7 @@ class ProcessTools:
                 "and stop a command",
             )
         async with (
-            Heartbeat(stdout_bytes=0, stderr_bytes=0, tail="") as beat,
+            PromptHeartbeat(stdout_bytes=0, stderr_bytes=0, tail="") as beat,
             published(ProgressPublisher.for_activity()) as progress,
         ):
             try:

@@ -13,13 +13,14 @@ checked against ``[profiles]`` with the rest of the configuration (``scope_probl
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from toolcalls.activities.hosts import is_loopback
 
 ALL_TOOLS = "*"
 """The profile a scope names to unlock every tool the server offers."""
@@ -37,20 +38,11 @@ def _url(value: str, what: str, *, fragment_ok: bool = False) -> str:
     parts = urlsplit(value)
     if parts.scheme not in ("https", "http") or not parts.hostname:
         raise ValueError(f"{value!r}: {what} must be an absolute https URL")
-    if parts.scheme == "http" and not _loopback(parts.hostname):
+    if parts.scheme == "http" and not is_loopback(parts.hostname):
         raise ValueError(f"{value!r}: {what} must use https (http only on a loopback host)")
     if parts.fragment and not fragment_ok:
         raise ValueError(f"{value!r}: {what} cannot hold a fragment")
     return value
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class OAuthIssuer(BaseModel):

@@ -21,7 +21,8 @@ sealed for another principal, is refused like one that names nothing (``-32602``
   the client answered is not asked again by this process;
 - ``completed``: the ``CallToolResult`` the synchronous call would have returned (the shared
   model-facing text; a tool error is ``isError: true``, an uncertain write says not to repeat it);
-- ``cancelled``: the call ended ``canceled`` (its partial output in ``statusMessage``);
+- ``cancelled``: the call ended ``canceled``, or ``uncertain`` because it was canceled while its
+  write ran (``statusMessage``: the model-facing text, with the partial output);
 - ``failed``: the workflow ended without a result (terminated, timed out).
 
 ``tasks/cancel`` cancels the workflow as ``toolcalls cancel`` does: a running process is killed
@@ -52,7 +53,7 @@ from toolcalls.worker.mcp.handover import inbox_elicitation, takes_links
 from toolcalls.worker.mcp.oauth import verified_principal
 from toolcalls.worker.mcp.results import META_WORKFLOW_ID, call_result
 from toolcalls.worker.mcp.sealing import TaskIds
-from toolcalls.workflows.models.call import CallStatus, Phase
+from toolcalls.workflows.models.call import CallStatus, EventKind, Phase, ToolCallResult
 from toolcalls.workflows.models.reply import model_reply
 from toolcalls.workflows.reach.client import CallNotFound, CallView, Started
 from toolcalls.workflows.reach.follow import latest_item
@@ -224,7 +225,7 @@ class Tasks:
         }
         result = view.state.result
         if result is not None:
-            if result.status is CallStatus.CANCELED:
+            if _stopped(result):
                 task.update(status="cancelled", statusMessage=model_reply(result).text)
             else:
                 wire = call_result(result).model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -287,3 +288,13 @@ def _last_update(view: CallView, description: WorkflowExecutionDescription) -> d
 
 def _iso(moment: datetime) -> str:
     return moment.isoformat().replace("+00:00", "Z")
+
+
+def _stopped(result: ToolCallResult) -> bool:
+    """Whether a cancellation ended the call: ``canceled``, or ``uncertain`` with the
+    ``cancel_requested`` event of a write canceled while it ran."""
+    if result.status is CallStatus.CANCELED:
+        return True
+    return result.status is CallStatus.UNCERTAIN and any(
+        event.kind is EventKind.CANCEL_REQUESTED for event in result.events
+    )

@@ -19,6 +19,7 @@ from temporalio.exceptions import ApplicationError, CancelledError
 from toolcalls.workflows.call import telemetry
 from toolcalls.workflows.call.connections import Connecting
 from toolcalls.workflows.call.deadlines import refuse_late
+from toolcalls.workflows.call.grants_and_notices import FINISHED_NOTICE_PATCH
 from toolcalls.workflows.call.parts import _STATUS_FOR_CODE, _Ended
 from toolcalls.workflows.call.progress import ProgressStream
 from toolcalls.workflows.models.call import (
@@ -69,8 +70,11 @@ class ToolCallWorkflow(Connecting, ProgressStream):
         except _Ended as ended:
             result = ended.result
         except (asyncio.CancelledError, CancelledError):
-            result = self._end(CallStatus.CANCELED, ErrorCode.CANCELED, "the call was canceled")
+            result = self._end(CallStatus.CANCELED, ErrorCode.CANCELED, _canceled_message())
         await self._release_unexecuted()
+        # Only a request that asks for it reaches the patch: older requests had no ``notify``.
+        if self._request.notify is not None and workflow.patched(FINISHED_NOTICE_PATCH):
+            await self._notify_finished(result)
         await workflow.wait_condition(workflow.all_handlers_finished)
         return result
 
@@ -253,3 +257,10 @@ class ToolCallWorkflow(Connecting, ProgressStream):
             principal=self._request.principal.id if self._request.principal else None,
             pending_connection=self._pending_connection,
         )
+
+
+def _canceled_message() -> str:
+    """What a canceled call says, with the reason the canceller gave (``toolcalls cancel
+    --reason``)."""
+    reason = workflow.cancellation_reason()
+    return f"the call was canceled: {reason}" if reason else "the call was canceled"

@@ -13,7 +13,7 @@ from temporalio import activity
 
 from toolcalls.activities.base import CallContext
 from toolcalls.activities.errors import tool_error
-from toolcalls.activities.heartbeat import Heartbeat
+from toolcalls.activities.heartbeat import Heartbeat, PromptHeartbeat
 from toolcalls.activities.processes.commands import fit
 from toolcalls.activities.processes.git.args import GitCall
 from toolcalls.activities.processes.git.command import (
@@ -128,7 +128,7 @@ class GitTools:
             ) from None
 
     async def _run(self, args: GitCall, call: CallContext) -> ProcessResult:
-        async with Heartbeat(operation=args.operation, phase="reading configuration") as beat:
+        async with PromptHeartbeat(operation=args.operation, phase="reading configuration") as beat:
             spec = await self._spec(args)
             approved = (call.precondition or {}).get("process")
             if call.precondition is not None and approved != spec.shown():
