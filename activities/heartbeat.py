@@ -15,6 +15,9 @@ from typing import Any
 from temporalio import activity
 
 _DEFAULT_INTERVAL = timedelta(seconds=5)
+PROMPT_INTERVAL = timedelta(seconds=0.4)
+"""How often a ``PromptHeartbeat`` beats: with the worker's heartbeat throttle
+(``toolcalls.worker.run.HEARTBEAT_THROTTLE``), a cancellation reaches the tool within a second."""
 
 
 class Heartbeat:
@@ -37,9 +40,13 @@ class Heartbeat:
             self.beat()
             await asyncio.sleep(interval)
 
-    async def __aenter__(self) -> Heartbeat:
+    def interval(self) -> timedelta:
+        """A third of the activity's heartbeat timeout, so that a late beat still arrives."""
         timeout = activity.info().heartbeat_timeout
-        interval = (timeout / 3 if timeout else _DEFAULT_INTERVAL).total_seconds()
+        return timeout / 3 if timeout else _DEFAULT_INTERVAL
+
+    async def __aenter__(self) -> Heartbeat:
+        interval = self.interval().total_seconds()
         self._task = asyncio.create_task(self._run(interval))
         return self
 
@@ -52,3 +59,12 @@ class Heartbeat:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+
+
+class PromptHeartbeat(Heartbeat):
+    """A ``Heartbeat`` that beats every ``PROMPT_INTERVAL`` at most: for a tool that must stop
+    within a second when its call is canceled (a command and its process group). Each beat costs
+    a request to the server at most every ``HEARTBEAT_THROTTLE``."""
+
+    def interval(self) -> timedelta:
+        return min(super().interval(), PROMPT_INTERVAL)

@@ -60,6 +60,8 @@ DELIVERY_HEADER = "X-Toolcalls-Delivery"
 SIGNATURE_VERSION = "v1"
 """The first field of the signed string, so that a later scheme cannot be mistaken for this one."""
 USER_AGENT = "toolcalls-notify/0.1"
+FINISHED = "finished"
+"""The kind of the notification a request's ``notify`` webhook gets when the call ends."""
 MAX_RESPONSE_BYTES = 65_536
 DEFAULT_LINK = "http://localhost:8233/namespaces/{namespace}/workflows/{workflow_id}"
 """The dev server's Temporal UI page of the call; the approval inbox's URL is the better link."""
@@ -146,6 +148,8 @@ def body_of(
     """The JSON a webhook receives (Slack's format has no room for the delivery id and time)."""
     who = ", ".join(notification.approvers) if notification.approvers else "anyone"
     until = notification.expires_at.isoformat() if notification.expires_at else "no expiry"
+    if notification.kind == FINISHED:
+        return _finished_body(notification, link, fmt, delivery_id=delivery_id, sent_at=sent_at)
     if fmt == "slack":
         headline = {
             "waiting": "A tool call waits for approval",
@@ -169,6 +173,29 @@ def body_of(
         "approvers": notification.approvers,
         "requested_at": notification.requested_at.isoformat(),
         "expires_at": notification.expires_at.isoformat() if notification.expires_at else None,
+        "link": link,
+        "delivery_id": delivery_id,
+        "sent_at": sent_at.isoformat(),
+    }
+
+
+def _finished_body(
+    notification: Notification, link: str, fmt: str, *, delivery_id: str, sent_at: datetime
+) -> dict[str, Any]:
+    """A ``finished`` notification: how the call ended, for a caller that did not wait."""
+    if fmt == "slack":
+        ended = f"{notification.tool} ended {notification.status}"
+        why = f": {notification.error}" if notification.error else ""
+        return {"text": f"A tool call ended: {ended}{why}. <{link}|Open the call>"}
+    return {
+        "event": FINISHED,
+        "workflow_id": notification.workflow_id,
+        "call_id": notification.call_id,
+        "tool": notification.tool,
+        "capabilities": notification.capabilities,
+        "status": notification.status,
+        "error": notification.error,
+        "started_at": notification.requested_at.isoformat(),
         "link": link,
         "delivery_id": delivery_id,
         "sent_at": sent_at.isoformat(),
@@ -224,15 +251,23 @@ class Notifier:
             return "the notification names another workflow than the one that sends it"
         return None
 
+    def webhook(self, target: str) -> WebhookSettings | None:
+        """The deployment's webhook ``target`` names: by its name, or by its exact URL (what a
+        caller's ``notify`` may give)."""
+        found = self._webhooks.get(target)
+        if found is None:
+            found = next((w for w in self._webhooks.values() if w.url == target), None)
+        return found
+
     async def post(self, notification: Notification) -> None:
         link = self.settings.link.format(
             workflow_id=notification.workflow_id, namespace=self.namespace
         )
         channel = self._channels.get(notification.webhook)
-        if channel is not None:
+        if channel is not None and notification.kind != FINISHED:
             await channel.post(notification, link)
             return
-        webhook = self._webhooks.get(notification.webhook)
+        webhook = self.webhook(notification.webhook)
         if webhook is None:
             raise tool_error(
                 ErrorCode.CONFIGURATION_ERROR,

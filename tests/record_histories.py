@@ -197,6 +197,15 @@ async def uncertain_progress(client: Client, queue: str) -> Handle:
     )
 
 
+PROGRESS_SCRIPT = "echo one; echo two >&2; sleep 1; echo three"
+"""Two batches of progress at least: lines, a pause longer than the publishing interval, a line."""
+
+
+async def progress(client: Client, queue: str) -> Handle:
+    """A command whose output is published as it runs (progress signals in history)."""
+    return await start_call(client, queue, "run_shell", {"command": PROGRESS_SCRIPT})
+
+
 async def _pending(handle: Handle) -> ApprovalRequest:
     state = await wait_for(handle, lambda s: s.pending_approval is not None)
     assert state.pending_approval is not None
@@ -297,6 +306,11 @@ async def granted(client: Client, queue: str) -> Handle:
 
 async def profiled(client: Client, queue: str) -> Handle:
     return await start_call(client, queue, "search_tools", {"query": "probe"}, profile="probes")
+
+
+async def finished_notice(client: Client, queue: str) -> Handle:
+    """A request that names a ``notify`` webhook: told how the call ended."""
+    return await start_call(client, queue, "calculator", {"expression": "6 * 7"}, notify="ops")
 
 
 async def notified(client: Client, queue: str) -> Handle:
@@ -439,8 +453,14 @@ APPROVERS = {
 }
 SECTIONS: dict[str, dict[str, Any]] = {
     "canceled": {"ceiling": {"default_effect": "allow"}},
+    "canceled_write": {"ceiling": {"default_effect": "allow"}},
     "uncertain": {"ceiling": {"default_effect": "allow"}},
     "uncertain_progress": {"ceiling": {"default_effect": "allow"}},
+    "progress": {
+        "ceiling": {"default_effect": "allow"},
+        "tools": [*ALL_TOOL_NAMES, "run_shell"],
+        "shell": {"cwd": tempfile.gettempdir(), "env": {"PATH": "/usr/bin:/bin"}},
+    },
     "two_approvers": {
         "approvers": {
             **APPROVERS,
@@ -532,6 +552,12 @@ SCENARIOS: dict[str, Scenario] = {
     # Since calls may wait for their principal to connect an account ([connections]).
     "connection_awaited": connection_awaited,
     "connection_timed_out": connection_timed_out,
+    # Since a running tool publishes progress (a signal per batch, no command).
+    "progress": progress,
+    # Since a write canceled while it ran ends uncertain (``toolcalls-canceled-write-uncertain``).
+    "canceled_write": canceled,
+    # Since a request may name a webhook told when the call ends (``toolcalls-finished-notice``).
+    "finished_notice": finished_notice,
 }
 WITHOUT_PATCH = {"identity_counted_twice_before_patch": IDENTITY_PATCH}
 """Recordings of the path before a patch: their worker leaves that patch off, as old code did."""
@@ -575,6 +601,9 @@ EXPECTED_STATUS = {
     "quota_released": "denied",
     "connection_awaited": "completed",
     "connection_timed_out": "denied",
+    "progress": "completed",
+    "canceled_write": "uncertain",
+    "finished_notice": "completed",
 }
 """The status each recorded history ends with; the replay test checks the files against it."""
 
@@ -592,7 +621,7 @@ async def record(names: list[str]) -> None:
             queue = f"record-{uuid.uuid4()}"
             with serve({"/hook": text("ok")}) as receiver:
                 sections = SECTIONS.get(name, SECTIONS.get(SCENARIOS[name].__name__, {}))
-                if SCENARIOS[name] is notified:
+                if SCENARIOS[name] in (notified, finished_notice):
                     hook = {"name": "ops", "url": receiver.url("/hook")}
                     sections = {"notifications": {"webhooks": [hook | PRIVATE]}}
                 if name == "edit_refused":

@@ -93,6 +93,17 @@ def duration(value: str) -> timedelta:
     return timedelta(seconds=seconds)
 
 
+def offset(value: str) -> int:
+    """``watch --from``: an offset in a call's progress stream, 0 or more."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an offset (a whole number, 0 or more)")
+    return number
+
+
 def decision_extras(args: argparse.Namespace) -> dict[str, Any]:
     """``approve``'s ``--edit`` and ``--remember`` as keyword arguments of ``approve``."""
     extras: dict[str, Any] = {}
@@ -121,6 +132,11 @@ def build_request(args: argparse.Namespace) -> ToolCallRequest:
     )
     if principal is not None:
         fields["principal"] = principal
+    notify = getattr(args, "notify", None)
+    if notify is not None:
+        if not notify.strip() or len(notify) > 2_048:
+            raise CommandError(EXIT_USAGE, "call: --notify: a webhook's name or URL (at most 2048)")
+        fields["notify"] = notify
     return ToolCallRequest(**fields)
 
 

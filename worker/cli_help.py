@@ -64,9 +64,17 @@ COMMANDS: dict[str, Help] = {
         "show one call: its status, pending request or question, events and result",
         "toolcalls show write-1",
     ),
+    "watch": Help(
+        "follow a call's progress (a command's output, bytes, pages) to its result",
+        "toolcalls watch build-1\ntoolcalls watch build-1 --from 1200 --json",
+    ),
     "reconcile": Help(
         "ask the backend whether an uncertain call's write happened, and record the answer",
         "toolcalls reconcile write-1",
+    ),
+    "cancel": Help(
+        "stop a call: waiting or running, it ends canceled (uncertain for a write under way)",
+        'toolcalls cancel write-1 --reason "wrong branch"',
     ),
     "approve": Help(
         "approve the request a call waits on",

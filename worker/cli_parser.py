@@ -219,6 +219,12 @@ def _call_parsers(commands_: Commands) -> None:
         action="store_true",
         help="print the workflow id once the call is planned, instead of the result",
     )
+    call.add_argument(
+        "--notify",
+        metavar="WEBHOOK",
+        help="when the call ends, post a signed 'finished' notification to this webhook of the "
+        "deployment ([[notifications.webhooks]]: its name or URL)",
+    )
 
     pending = _command(commands_, "pending", parents=both)
     pending.add_argument(
@@ -243,8 +249,21 @@ def _call_parsers(commands_: Commands) -> None:
     )
     show = _command(commands_, "show", parents=both)
     show.add_argument("workflow_id", metavar="WORKFLOW_ID", help=WORKFLOW_ID)
+    watch = _command(commands_, "watch", parents=both)
+    watch.add_argument("workflow_id", metavar="WORKFLOW_ID", help=WORKFLOW_ID)
+    watch.add_argument(
+        "--from",
+        dest="from_offset",
+        metavar="N",
+        type=arguments.offset,
+        default=0,
+        help="start at this offset (default 0, the oldest item the call still keeps)",
+    )
     reconcile = _command(commands_, "reconcile", parents=both)
     reconcile.add_argument("workflow_id", metavar="WORKFLOW_ID", help=WORKFLOW_ID)
+    cancel = _command(commands_, "cancel", parents=both)
+    cancel.add_argument("workflow_id", metavar="WORKFLOW_ID", help=WORKFLOW_ID)
+    cancel.add_argument("--reason", metavar="TEXT", help="why (recorded in the call's history)")
 
     for verb in ("approve", "deny", "respond"):
         decide = _command(commands_, verb, parents=both)

@@ -31,6 +31,7 @@ from toolcalls.worker.arguments import (
     build_request,
     decision_extras,
 )
+from toolcalls.worker.callbacks import check_notify
 from toolcalls.worker.config import CONFIG_ENV, Config, build_catalog
 from toolcalls.worker.connect import connect, resolve_target
 from toolcalls.worker.decisions import MAX_DECISIONS, decisions, decisions_text
@@ -52,6 +53,8 @@ from toolcalls.worker.render import (
     view_json,
     view_text,
 )
+from toolcalls.worker.stop import stop_command
+from toolcalls.worker.watch import watch
 from toolcalls.workflows.models.approval import ApprovalRecord
 from toolcalls.workflows.models.call import (
     CallStatus,
@@ -115,6 +118,7 @@ async def run(config: Config, args: argparse.Namespace) -> int:
     request = build_request(args) if args.command == "call" else None
     if request is not None:
         check_tool(config, request.tool, args.config or os.environ.get(CONFIG_ENV))
+        check_notify(config, request.notify, args.config or os.environ.get(CONFIG_ENV))
     calls = await connect_tools(config, args)
     subject = getattr(args, "workflow_id", None) or getattr(args, "grant_id", None)
     what = " ".join(filter(None, [args.command, subject]))
@@ -145,12 +149,16 @@ async def run(config: Config, args: argparse.Namespace) -> int:
             view = await calls.status(args.workflow_id)
             _emit(args, {"workflow_id": args.workflow_id, **view_json(view)}, view_text(view))
             return EXIT_OK
+        if args.command == "watch":
+            return await watch(calls, args)
         if args.command == "reconcile":
             answer = await calls.reconcile(args.workflow_id)
             _emit(args, answer.model_dump(mode="json"), reconciliation_text(answer))
             return EXIT_OK if answer.outcome is Settled.FOUND else EXIT_FAILED
         if args.command == "grants":
             return await _grants(calls, args)
+        if args.command == "cancel":
+            return await stop_command(calls, args)
         if args.command == "answer":
             text = None if args.decline else args.text
             outcome = await calls.answer(args.workflow_id, text, responder=args.by)

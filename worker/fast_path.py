@@ -47,6 +47,7 @@ PASSTHROUGH_MODULES = (
     "toolcalls.workflows.models.question",
     "toolcalls.workflows.models.definitions",
     "toolcalls.workflows.models.connection",
+    "toolcalls.workflows.models.progress",
     "toolcalls.workflows.rules.policy",
     "pydantic",
     "pydantic_core",

@@ -29,6 +29,12 @@ from toolcalls.workflows.models.call import SEARCH_ATTRIBUTES
 
 log = logging.getLogger("toolcalls.worker")
 
+HEARTBEAT_THROTTLE = timedelta(seconds=0.5)
+"""The longest a worker holds back a tool's heartbeat (the SDK's default is 0.8 x the heartbeat
+timeout): a cancellation reaches a tool only in the answer to a heartbeat, so a command that beats
+every ``toolcalls.activities.heartbeat.PROMPT_INTERVAL`` learns of it within a second. Tools that
+beat less often send no more than before."""
+
 
 class StartupError(RuntimeError):
     """The worker cannot start; the message says why and what to do."""
@@ -62,6 +68,7 @@ def build_worker(
             max_cached_workflows=config.worker.max_cached_workflows,
             max_concurrent_workflow_tasks=UNCACHED_WORKFLOW_TASKS if uncached else None,
             no_remote_activities=not served.remote_activities,
+            max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
         )
     except FamilyError as exc:
         raise StartupError(str(exc)) from exc

@@ -38,6 +38,7 @@ from toolcalls.activities.network.guard import (
 )
 from toolcalls.activities.network.html_text import extract
 from toolcalls.activities.network.settings import FetchSettings
+from toolcalls.activities.progress import ProgressPublisher, published, received
 from toolcalls.workflows.models.call import ErrorCode
 
 DEFAULT_MAX_CHARS = 12_000
@@ -220,8 +221,11 @@ class FetchTools:
 
     async def fetch_url(self, args: FetchUrlArgs, call: CallContext) -> FetchUrlResult:
         """Fetch ``url`` and return its readable text, at most ``max_chars`` characters."""
-        async with Heartbeat(url=args.url, bytes=0) as beat:
-            response = await self._get(args.url, beat)
+        async with (
+            Heartbeat(url=args.url, bytes=0) as beat,
+            published(ProgressPublisher.for_activity()) as progress,
+        ):
+            response = await self._get(args.url, beat, progress)
             content_type = response.headers.get("content-type", "")
             kind = media_type(content_type)
             if not 200 <= response.status_code < 300:
@@ -251,7 +255,9 @@ class FetchTools:
             truncated=truncated,
         )
 
-    async def _get(self, url: str, beat: Heartbeat) -> GuardedResponse:
+    async def _get(
+        self, url: str, beat: Heartbeat, progress: ProgressPublisher | None = None
+    ) -> GuardedResponse:
         headers = {"User-Agent": self.settings.user_agent, "Accept": ACCEPT}
         try:
             return await self._guard.request(
@@ -259,7 +265,7 @@ class FetchTools:
                 url,
                 limits=self._limits,
                 headers=headers,
-                on_progress=lambda done: beat.update(bytes=done),
+                on_progress=received(beat, progress),
             )
         except URLRefused as exc:
             # The model wrote the URL: a refused address, port or scheme, and a host name the

@@ -23,7 +23,7 @@ from temporalio import activity
 
 from toolcalls.activities.base import CallContext
 from toolcalls.activities.errors import tool_error
-from toolcalls.activities.heartbeat import Heartbeat
+from toolcalls.activities.heartbeat import PromptHeartbeat
 from toolcalls.activities.limits import MAX_PAYLOAD_BYTES, output_bytes
 from toolcalls.activities.processes.approval import check_unchanged, prepared
 from toolcalls.activities.processes.code_env import refusal, refused_env
@@ -52,6 +52,7 @@ from toolcalls.activities.processes.settings import (
     ProcessSettings,
     ShellSettings,
 )
+from toolcalls.activities.progress import ProgressPublisher, published
 from toolcalls.workflows.models.approval import Prepared
 from toolcalls.workflows.models.call import ErrorCode
 
@@ -186,10 +187,18 @@ class ProcessTools:
                 f"{tool}: {max(budget, 0):.1f} s left of the call's budget: too little to run "
                 "and stop a command",
             )
-        async with Heartbeat(stdout_bytes=0, stderr_bytes=0, tail="") as beat:
+        async with (
+            PromptHeartbeat(stdout_bytes=0, stderr_bytes=0, tail="") as beat,
+            published(ProgressPublisher.for_activity()) as progress,
+        ):
             try:
                 result = await run_process(
-                    spec, ledger=self.ledger, kill_grace=grace, budget_left=budget, heartbeat=beat
+                    spec,
+                    ledger=self.ledger,
+                    kill_grace=grace,
+                    budget_left=budget,
+                    heartbeat=beat,
+                    progress=progress,
                 )
             except asyncio.CancelledError as exc:
                 partial = exc.args[0] if exc.args else None

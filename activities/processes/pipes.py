@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from toolcalls.activities.heartbeat import Heartbeat
+from toolcalls.activities.progress import LineSplitter, ProgressPublisher, Redactor
+from toolcalls.workflows.models.progress import ProgressKind
 
 READ_CHUNK = 65_536
 DRAIN_AFTER_EXIT = 1.0
@@ -32,8 +34,14 @@ COMMAND_SHOWN = 200
 class Output:
     """stdout and stderr, kept up to a shared byte cap while both pipes keep draining."""
 
-    def __init__(self, cap: int) -> None:
+    def __init__(
+        self, cap: int, progress: OutputProgress | None = None, redact: Redactor | None = None
+    ) -> None:
         self.cap = cap
+        self.redact = redact
+        """Applied to the heartbeat's tail: a lost worker's last heartbeat is in history."""
+        self.progress_stream = progress
+        """Where the kept output is published as lines while it runs (``activities.progress``)."""
         self.kept = {"stdout": bytearray(), "stderr": bytearray()}
         self.seen = {"stdout": 0, "stderr": 0}
         self.tail = bytearray()
@@ -42,9 +50,12 @@ class Output:
     def add(self, channel: str, chunk: bytes) -> None:
         self.seen[channel] += len(chunk)
         room = self.cap - len(self.kept["stdout"]) - len(self.kept["stderr"])
+        kept = chunk[: max(room, 0)]
+        if self.progress_stream is not None and (kept or not self.truncated):
+            self.progress_stream.take(channel, kept, cut=len(chunk) > room and not self.truncated)
         if len(chunk) > room:
             self.truncated = True
-        self.kept[channel] += chunk[: max(room, 0)]
+        self.kept[channel] += kept
         self.tail = (self.tail + chunk)[-TAIL_BYTES:]
 
     def taker(self, channel: str, heartbeat: Heartbeat | None) -> Callable[[bytes], None]:
@@ -57,6 +68,15 @@ class Output:
 
         return take
 
+    def _tail(self) -> bytes:
+        if self.redact is None:
+            return bytes(self.tail)
+        tail = self.redact(bytes(self.tail))
+        if sum(self.seen.values()) > len(self.tail):
+            # A secret cut at the tail's start would leave a piece no match finds: drop that much.
+            tail = tail[self.redact.longest :]
+        return tail
+
     def text(self, channel: str) -> str:
         return bytes(self.kept[channel]).decode("utf-8", errors="replace")
 
@@ -64,8 +84,31 @@ class Output:
         return {
             "stdout_bytes": self.seen["stdout"],
             "stderr_bytes": self.seen["stderr"],
-            "tail": bytes(self.tail).decode("utf-8", errors="replace"),
+            "tail": self._tail().decode("utf-8", errors="replace"),
         }
+
+
+class OutputProgress:
+    """A command's output published as lines, stdout and stderr apart, up to the result's cap."""
+
+    def __init__(self, publisher: ProgressPublisher, env: dict[str, str]) -> None:
+        self.publisher = publisher
+        redact = Redactor(env)
+        self.lines = {
+            "stdout": LineSplitter(ProgressKind.STDOUT, redact),
+            "stderr": LineSplitter(ProgressKind.STDERR, redact),
+        }
+
+    def take(self, channel: str, kept: bytes, *, cut: bool) -> None:
+        """``kept``: what the result keeps of a chunk; ``cut``: the cap was reached with it."""
+        self.publisher.extend(self.lines[channel].feed(kept))
+        if cut:
+            self.end()
+            self.publisher.add(ProgressKind.NOTE, "output beyond the cap is not kept")
+
+    def end(self) -> None:
+        for splitter in self.lines.values():
+            self.publisher.extend(splitter.end())
 
 
 class OutputPipes:

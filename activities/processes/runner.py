@@ -40,11 +40,13 @@ from toolcalls.activities.processes.pipes import (
     DRAIN_AFTER_EXIT,
     Output,
     OutputPipes,
+    OutputProgress,
     drain,
     finish_drains,
     pipe_holders,
 )
 from toolcalls.activities.processes.sandbox import SandboxFailed, SandboxGrant, SandboxStatus
+from toolcalls.activities.progress import ProgressPublisher, Redactor
 
 log = logging.getLogger(__name__)
 
@@ -122,11 +124,14 @@ async def run_process(
     kill_grace: float,
     budget_left: float | None = None,
     heartbeat: Heartbeat | None = None,
+    progress: ProgressPublisher | None = None,
 ) -> ProcessResult:
     """Run ``spec`` to completion, timeout or cancellation.
 
     On cancellation the group is killed and ``asyncio.CancelledError`` is raised with the partial
-    ``ProcessResult`` (``canceled=True``) as its argument. A sandboxed ``spec`` runs under bwrap
+    ``ProcessResult`` (``canceled=True``) as its argument. With ``progress``, the output the
+    result keeps is also published line by line as it comes (the environment's values redacted).
+    A sandboxed ``spec`` runs under bwrap
     (``sandbox``); one whose sandbox could not start raises ``SandboxFailed``, never runs on the
     host.
     """
@@ -137,7 +142,8 @@ async def run_process(
         if usable < timeout:
             timeout = max(usable, 0.0)
             cut_by_budget = True
-    output = Output(spec.max_output_bytes)
+    lines = OutputProgress(progress, spec.env) if progress is not None else None
+    output = Output(spec.max_output_bytes, lines, Redactor(spec.env))
     started = time.monotonic()
     pipes = OutputPipes()
     status = SandboxStatus(spec.sandbox) if spec.sandbox is not None else None
@@ -192,6 +198,8 @@ async def run_process(
     finally:
         held = await finish_drains(drains)
         pipes.close()
+        if lines is not None:
+            lines.end()
         if held:
             await _warn_escaped(spec, pgid, pipes.inodes)
         if ledger is not None and recorded is not None:

@@ -215,18 +215,23 @@ async def test_lost_write_is_uncertain_and_never_redispatched(
     assert probes.runs == {"probe_stall": 1}
 
 
-async def test_cancel_running_activity_keeps_partial_output(
+async def test_cancel_running_write_is_uncertain_and_keeps_partial_output(
     client: Client, task_queue: str
 ) -> None:
-    async with running_worker(client, make_config(task_queue, **ALLOW_ALL)):
+    async with running_worker(client, make_config(task_queue, **ALLOW_ALL)) as probes:
         handle = await start_call(client, task_queue, "probe_sleep", {"seconds": 30})
         await wait_for(handle, lambda s: s.phase is Phase.RUNNING)
         await asyncio.sleep(1.0)
         await handle.cancel()
         result = await handle.result()
-    assert result.status is CallStatus.CANCELED
+    assert result.status is CallStatus.UNCERTAIN
     assert result.error is not None
-    assert result.error.code is ErrorCode.CANCELED
+    assert result.error.code is ErrorCode.UNCERTAIN
+    assert result.error.message == (
+        "probe_sleep: canceled; the effect may have begun: inspect before calling again"
+    )
+    assert not result.error.retryable
+    assert probes.runs == {"probe_sleep": 1}
     assert isinstance(result.output, dict)
     assert result.output["ticks"] >= 5
 

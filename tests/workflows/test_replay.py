@@ -24,6 +24,8 @@ from toolcalls.activities.runtime import ToolRuntime
 from toolcalls.worker.config import build_catalog
 from toolcalls.worker.plugin import sandbox_runner
 from toolcalls.workflows.call.decisions import IDENTITY_PATCH, RESPOND_PATCH
+from toolcalls.workflows.call.grants_and_notices import FINISHED_NOTICE_PATCH
+from toolcalls.workflows.call.parts import CANCELED_WRITE_PATCH
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.attest import ATTEST_PATCH
 from toolcalls.workflows.models.call import (
@@ -139,6 +141,37 @@ def test_a_response_in_place_of_the_tool_is_recorded_under_its_patch() -> None:
         if event.HasField("activity_task_scheduled_event_attributes")
     ]
     assert "probe_write" not in scheduled
+
+
+def test_a_write_canceled_while_it_ran_is_uncertain_under_its_patch() -> None:
+    """``canceled`` was recorded before the patch: the same cancellation of a running write
+    ended ``canceled`` and still replays so; ``canceled_write`` takes the new path."""
+    assert CANCELED_WRITE_PATCH not in _patches("canceled")
+    assert _result("canceled").status is CallStatus.CANCELED
+    assert _patches("canceled_write") == [CANCELED_WRITE_PATCH]
+    result = _result("canceled_write")
+    assert result.status is CallStatus.UNCERTAIN
+    assert result.error is not None
+    assert result.error.code is ErrorCode.UNCERTAIN
+    assert result.error.message == (
+        "probe_sleep: canceled; the effect may have begun: inspect before calling again"
+    )
+    assert isinstance(result.output, dict)
+    assert result.output["ticks"] >= 5
+
+
+def test_a_finished_notice_is_recorded_under_its_patch() -> None:
+    """Recorded since a request may name a ``notify`` webhook: the patch's marker, then the
+    ``toolcalls.notify`` activity after the tool."""
+    assert _patches("finished_notice") == [FINISHED_NOTICE_PATCH]
+    history = _load(HISTORIES / "finished_notice.json")
+    scheduled = [
+        event.activity_task_scheduled_event_attributes.activity_type.name
+        for event in history.events
+        if event.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert scheduled[-1] == "toolcalls.notify"
+    assert FINISHED_NOTICE_PATCH not in _patches("notified")
 
 
 @workflow.defn(name=WORKFLOW_NAME, sandboxed=False)

@@ -1,5 +1,5 @@
 """The actions of a call's page: approve, approve and remember, deny, reply instead (a response
-in place of the tool), edit, answer, decline.
+in place of the tool), edit, answer, decline, and stop (cancel a waiting or running call).
 
 Each one is bound to the request the page showed (its id and digest), names the signed-in user as
 the one who decides (never a form field), and is refused with 403 before it reaches the call when
@@ -32,7 +32,7 @@ from toolcalls.workflows.models.approval import (
 from toolcalls.workflows.models.question import (
     MAX_ANSWER_CHARS,
 )
-from toolcalls.workflows.reach.client import Delivery, NoPendingRequest
+from toolcalls.workflows.reach.client import CallNotFound, Delivery, NoPendingRequest
 
 if TYPE_CHECKING:
     from starlette.datastructures import FormData
@@ -238,6 +238,31 @@ async def _decline(action: _Action) -> Response:
     return await _answer(action, decline=True)
 
 
+async def _stop(action: _Action) -> Response:
+    """Stop the call (``ToolCallClient.cancel``), for a user its approver rules allow; the
+    reason names who stopped it."""
+    view = await action.inbox.calls.status(action.workflow_id)
+    allowed = action.inbox.stoppers(view.state)
+    if allowed is not None and action.name not in allowed:
+        log.warning("refused a stop by %s on %s", action.name, action.workflow_id)
+        who = ", ".join(allowed) or "no one"
+        raise Refusal(403, f"{action.name} may not stop this call: it needs {who}")
+    if not view.running:
+        return await action.again("Nothing was done: the call has ended.", 409)
+    reason = form_text(action.form, "reason").strip()
+    said = f"stopped by {action.name} in the inbox" + (f": {reason}" if reason else "")
+    try:
+        stopped = await action.inbox.calls.cancel(action.workflow_id, reason=said)
+    except ValueError as exc:
+        return await action.again(f"Nothing was done: {exc}.", 400)
+    except CallNotFound as exc:
+        return await action.again(f"Nothing was done: {_reason(exc)}.", 409)
+    log.info("%s stopped %s (requested: %s)", action.name, action.workflow_id, stopped.requested)
+    if not stopped.requested:
+        return await action.again(f"Nothing was done: the call already ended {stopped.ended}.", 409)
+    return action.done("stopped")
+
+
 _ACTIONS = {
     "approve": _approve,
     "remember": _remember,
@@ -246,4 +271,5 @@ _ACTIONS = {
     "edit": _edit,
     "answer": _answer,
     "decline": _decline,
+    "stop": _stop,
 }

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolcalls.activities.connections.settings import CALLBACK_PATH, START_PATH
 from toolcalls.worker.connections import pages as consent
-from toolcalls.worker.inbox import actions, login, pages
+from toolcalls.worker.inbox import actions, login, pages, progress
 from toolcalls.worker.inbox.auth import Refusal
 from toolcalls.worker.inbox.base import HERE, Inbox
 
@@ -97,6 +97,7 @@ def app(inbox: Inbox, *, slack: SlackInteractions | None = None) -> Starlette:
         Route(CALLBACK_PATH, bound(consent.callback), methods=["GET"]),
         Route("/api/pending", bound(pages.pending_version_api), methods=["GET"]),
         Route("/api/calls/{workflow_id:path}", bound(pages.call_version_api), methods=["GET"]),
+        Route("/api/progress/{workflow_id:path}", bound(progress.progress_api), methods=["GET"]),
         Route("/calls/{workflow_id:path}", bound(pages.call), methods=["GET"]),
         Route("/calls/{workflow_id:path}", bound(actions.act), methods=["POST"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),

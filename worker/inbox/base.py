@@ -30,8 +30,9 @@ from toolcalls.worker.inbox.auth import (
 )
 from toolcalls.worker.inbox.settings import InboxSection
 from toolcalls.worker.render import may_decide, when
-from toolcalls.workflows.models.call import ToolCallResult
+from toolcalls.workflows.models.call import CallState, ToolCallResult
 from toolcalls.workflows.reach.client import ToolCallClient
+from toolcalls.workflows.rules.approvers import ApproversSettings, resolve
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -99,11 +100,14 @@ class Inbox:
         *,
         secure: bool | None = None,
         connections: Connections | None = None,
+        approvers: ApproversSettings | None = None,
     ) -> None:
         self.calls = calls
         self.connections = connections
         """``[connections]``: the consent pages are served when it has providers."""
         self.section = section
+        self.approvers = approvers
+        """The deployment's approver rules (with the inbox's groups): who may stop a call."""
         self.secure = (not section.loopback) if secure is None else secure
         """Cookies are ``Secure`` (sent only over https) off loopback."""
         self.cookie = SECURE_COOKIE if self.secure else COOKIE
@@ -116,6 +120,12 @@ class Inbox:
         )
         self.templates = environment()
         self.results: OrderedDict[str, ToolCallResult] = OrderedDict()
+
+    def stoppers(self, state: CallState) -> list[str] | None:
+        """Who may stop the call: the names its approver rules allow (``None``: anyone signed
+        in), as the deployment's rules resolve for its tool and capabilities now."""
+        rule = resolve(self.approvers, state.tool, state.capabilities)
+        return None if rule is None else rule.approvers
 
     def viewer(self, request: Request) -> Viewer | None:
         """The signed-in person, or ``None``.

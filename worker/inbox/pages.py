@@ -31,7 +31,7 @@ from toolcalls.worker.payloads.codec import PayloadKeyError
 from toolcalls.worker.payloads.storage import PayloadStoreError
 from toolcalls.worker.render import when
 from toolcalls.workflows.models.approval import ApprovalRequest, GrantScope
-from toolcalls.workflows.models.call import MEMO_METADATA, ToolCallResult
+from toolcalls.workflows.models.call import MEMO_METADATA, CallState, ToolCallResult
 from toolcalls.workflows.models.views import finished_state, metadata_of
 from toolcalls.workflows.reach.client import CallView, FinishedCall, PendingCall
 
@@ -55,6 +55,7 @@ NOTICES = {
     "declined": "You declined to answer.",
     "queued": "Queued: no worker is serving this call; it applies when one does.",
     "edited": "Edited: this is the new preview. Approve it, edit it again, or deny it.",
+    "stopped": "Stop requested: the call ends canceled, or uncertain if its write had begun.",
 }
 HEADINGS = {
     400: "Bad request",
@@ -299,6 +300,7 @@ async def call_page(
         "shown": rendering.previews(pending) if pending else [],
         "arguments": _arguments(pending),
         "decide": decide,
+        "stop": view.running and not settled and _may_stop(inbox, viewer, state),
         "editing": editing and decide and view.live,
         "edit_text": edit_text if edit_text is not None else _arguments(pending),
         "grant_options": grant_options(pending) if pending and decide else [],
@@ -314,6 +316,11 @@ async def call_page(
         "version": call_version(view),
     }
     return inbox.page(viewer, "call.html", context, status=status)
+
+
+def _may_stop(inbox: Inbox, viewer: Viewer, state: CallState) -> bool:
+    allowed = inbox.stoppers(state)
+    return state.result is None and (allowed is None or viewer.identity.name in allowed)
 
 
 async def call(inbox: Inbox, request: Request) -> Response:

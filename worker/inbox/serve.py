@@ -43,11 +43,12 @@ from toolcalls.worker.commands import connect_tools
 from toolcalls.worker.config import Config, ConfigError
 from toolcalls.worker.connections.build import deployment_connections
 from toolcalls.worker.inbox.auth import MAX_PASSWORD_CHARS, hash_password, session_secret
-from toolcalls.worker.inbox.settings import InboxSection, InboxUser
+from toolcalls.worker.inbox.settings import InboxSection, InboxUser, with_inbox_groups
 from toolcalls.worker.payloads.server import split_listen
 from toolcalls.worker.payloads.settings import is_loopback
 from toolcalls.worker.run import stop_on_signals
 from toolcalls.workflows.reach.client import ToolCallClient
+from toolcalls.workflows.rules.approvers import ApproversSettings
 
 INBOX_EXTRA = Extra("inbox", ("starlette", "uvicorn", "jinja2", "argon2", "multipart"))
 DEV_USER = "dev"
@@ -108,6 +109,8 @@ class Plan:
     connections: Connections | None = None
     """``[connections]``: the inbox serves their consent pages."""
     slack: SlackPlan | None = None
+    approvers: ApproversSettings | None = None
+    """The deployment's approver rules with the inbox's groups: who may stop a running call."""
 
     @property
     def url(self) -> str:
@@ -168,12 +171,14 @@ def plan(
     secret, from_env = session_secret(section, environ)
     if not from_env:
         log.info("sessions end when the inbox stops (no [inbox] session_secret_env)")
+    approvers = with_inbox_groups(config.approvers, section.users)
     return Plan(
         section,
         secret,
         password,
         connections=deployment_connections(config, environ),
         slack=slack_plan(config, environ),
+        approvers=approvers,
     )
 
 
@@ -187,7 +192,13 @@ class _Server:
         from toolcalls.worker.inbox.app import app
         from toolcalls.worker.inbox.base import Inbox
 
-        self.inbox = Inbox(calls, plan.section, plan.secret, connections=plan.connections)
+        self.inbox = Inbox(
+            calls,
+            plan.section,
+            plan.secret,
+            connections=plan.connections,
+            approvers=plan.approvers,
+        )
         self.slack = None if plan.slack is None else plan.slack.endpoint(calls)
         config = uvicorn.Config(
             app(self.inbox, slack=self.slack),

@@ -1,9 +1,11 @@
 """Following a call while an MCP request waits for it: progress, and asking through the client.
 
 The follower reads the call's state (``ToolCallClient.status``) about once a second, then every
-``SLOW_POLL_SECONDS`` once a phase has lasted a minute. It sends a progress notification when
-the phase changes and every ``KEEPALIVE_SECONDS`` while it lasts (clients that reset their
-request timeout on progress keep waiting), and only when the client asked for progress. When the
+``SLOW_POLL_SECONDS`` once a phase has lasted a minute; while the tool runs, also what it
+published since the last look (its progress stream), whose latest line or count goes in the
+message. It sends a progress notification when the message changes and every
+``KEEPALIVE_SECONDS`` while it lasts (clients that reset their request timeout on progress keep
+waiting), and only when the client asked for progress. When the
 call waits for the user's answer, or for an approval the MCP user may give, it asks through the
 client's elicitation (``toolcalls.worker.mcp.elicit``): on the handshake protocols as a request to
 the client, in a task of its own so progress goes on while the form is open, a form whose request
@@ -39,13 +41,19 @@ from toolcalls.worker.mcp.front import Front
 from toolcalls.worker.mcp.handover import takes_links
 from toolcalls.workflows.models.approval import ApprovalDecision
 from toolcalls.workflows.models.call import Phase
+from toolcalls.workflows.models.progress import ProgressItem, ProgressKind
 from toolcalls.workflows.reach.client import CallView, Delivery, NoPendingRequest, Outcome
+from toolcalls.workflows.reach.follow import page_of
 
 POLL_SECONDS = 1.0
 SLOW_POLL_SECONDS = 5.0
 SLOW_AFTER_SECONDS = 60.0
 """A phase that lasted this long is read every ``SLOW_POLL_SECONDS``."""
 KEEPALIVE_SECONDS = 15.0
+OUTPUT_PAGES = 5
+"""Pages of the call's progress stream read at one look; the rest waits for the next."""
+OUTPUT_CHARS = 200
+"""Characters of an output line shown in a progress message."""
 
 log = logging.getLogger("toolcalls.mcp")
 
@@ -83,6 +91,14 @@ def progress_text(front: Front, view: CallView) -> str:
     return text
 
 
+def output_text(item: ProgressItem) -> str:
+    """A progress item as a progress message shows it: a line of output, or a count."""
+    if item.kind in (ProgressKind.STDOUT, ProgressKind.STDERR, ProgressKind.NOTE):
+        return item.text[:OUTPUT_CHARS]
+    total = f" of {item.total}" if item.total is not None else ""
+    return f"{item.done}{total} {item.kind.value}"
+
+
 class Follower:
     """Follows one call for one ``tools/call`` request (see the module docstring)."""
 
@@ -97,6 +113,10 @@ class Follower:
         """Forms go back as the request's ``input_required`` result (2026-07-28)."""
         self.wants_progress = bool(ctx.meta and ctx.meta.get("progress_token") is not None)
         self.progress = 0
+        self.offset = 0
+        """Where the next look at the call's progress stream starts."""
+        self.latest: str | None = None
+        """The latest output line or count shown in a progress message."""
         self.asked: set[str] = set(asked)
         """Request ids (approval or question) asked about once already: never asked again."""
         self.open: dict[str, anyio.CancelScope] = {}
@@ -118,6 +138,10 @@ class Follower:
                     if view.state.phase is not last_phase:
                         last_phase, phase_since = view.state.phase, now
                     text = progress_text(self.front, view)
+                    if view.state.phase is Phase.RUNNING and self.wants_progress:
+                        latest = await self._output()
+                        if latest:
+                            text = f"{text}: {latest}"
                     if text != last_text or now - last_sent >= KEEPALIVE_SECONDS:
                         await self.report(text)
                         last_text, last_sent = text, now
@@ -125,6 +149,24 @@ class Follower:
                 if self.needed is None:
                     slow = now - phase_since >= SLOW_AFTER_SECONDS
                     await anyio.sleep(SLOW_POLL_SECONDS if slow else POLL_SECONDS)
+
+    async def _output(self) -> str | None:
+        """The latest of what the tool published since the last look (``progress.md``): a line
+        of output, or a count; ``None`` when nothing new came."""
+        latest: ProgressItem | None = None
+        try:
+            for _ in range(OUTPUT_PAGES):
+                page = await page_of(self.front.calls.client, self.workflow_id, self.offset)
+                if page.items:
+                    latest = page.items[-1]
+                self.offset = page.next_offset
+                if page.ended or not page.items:
+                    break
+        except Exception as exc:  # a passing Temporal error: the next look tries again
+            log.debug("progress of %s: %s", self.workflow_id, exc)
+        if latest is not None:
+            self.latest = output_text(latest)
+        return self.latest
 
     async def _view(self) -> CallView | None:
         try:

@@ -21,7 +21,8 @@ sealed for another principal, is refused like one that names nothing (``-32602``
   the client answered is not asked again by this process;
 - ``completed``: the ``CallToolResult`` the synchronous call would have returned (the shared
   model-facing text; a tool error is ``isError: true``, an uncertain write says not to repeat it);
-- ``cancelled``: the call ended ``canceled`` (its partial output in ``statusMessage``);
+- ``cancelled``: the call ended ``canceled``, or ``uncertain`` because it was canceled while its
+  write ran (``statusMessage``: the model-facing text, with the partial output);
 - ``failed``: the workflow ended without a result (terminated, timed out).
 
 ``tasks/cancel`` cancels the workflow as ``toolcalls cancel`` does: a running process is killed
@@ -46,15 +47,16 @@ from temporalio.client import WorkflowExecutionDescription, WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
 
 from toolcalls.worker.mcp.elicit import Form, may_decide, takes_forms
-from toolcalls.worker.mcp.follow import deliver, progress_text
+from toolcalls.worker.mcp.follow import deliver, output_text, progress_text
 from toolcalls.worker.mcp.front import Front
 from toolcalls.worker.mcp.handover import inbox_elicitation, takes_links
 from toolcalls.worker.mcp.oauth import verified_principal
 from toolcalls.worker.mcp.results import META_WORKFLOW_ID, call_result
 from toolcalls.worker.mcp.sealing import TaskIds
-from toolcalls.workflows.models.call import CallStatus
+from toolcalls.workflows.models.call import CallStatus, EventKind, Phase, ToolCallResult
 from toolcalls.workflows.models.reply import model_reply
 from toolcalls.workflows.reach.client import CallNotFound, CallView, Started
+from toolcalls.workflows.reach.follow import latest_item
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 GRACE_SECONDS = 2.0
@@ -192,6 +194,18 @@ class Tasks:
                 raise MCPError(code=types.INVALID_PARAMS, message=NOT_FOUND) from None
             raise MCPError(code=types.INTERNAL_ERROR, message=f"temporal: {exc.message}") from None
 
+    async def _message(self, workflow_id: str, view: CallView) -> str:
+        """The phase in words and, while the tool runs, the latest line or count it published."""
+        text = progress_text(self.front, view)
+        if view.state.phase is not Phase.RUNNING or view.state.result is not None:
+            return text
+        try:
+            latest = await latest_item(self.front.calls.client, workflow_id)
+        except Exception as exc:  # a passing Temporal error: the phase alone is still right
+            log.debug("progress of %s: %s", workflow_id, exc)
+            return text
+        return f"{text}: {output_text(latest)}" if latest is not None else text
+
     async def _task(self, ctx: Any, task_id: str, workflow_id: str) -> dict[str, Any]:
         """The ``DetailedTask`` of the call ``workflow_id``, as ``tasks/get`` reports it."""
         view = await self._view(workflow_id)
@@ -202,7 +216,7 @@ class Tasks:
         task: dict[str, Any] = {
             "taskId": task_id,
             "status": "working",
-            "statusMessage": progress_text(self.front, view),
+            "statusMessage": await self._message(workflow_id, view),
             "createdAt": _iso(description.start_time),
             "lastUpdatedAt": _iso(_last_update(view, description)),
             "ttlMs": None,
@@ -211,7 +225,7 @@ class Tasks:
         }
         result = view.state.result
         if result is not None:
-            if result.status is CallStatus.CANCELED:
+            if _stopped(result):
                 task.update(status="cancelled", statusMessage=model_reply(result).text)
             else:
                 wire = call_result(result).model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -274,3 +288,13 @@ def _last_update(view: CallView, description: WorkflowExecutionDescription) -> d
 
 def _iso(moment: datetime) -> str:
     return moment.isoformat().replace("+00:00", "Z")
+
+
+def _stopped(result: ToolCallResult) -> bool:
+    """Whether a cancellation ended the call: ``canceled``, or ``uncertain`` with the
+    ``cancel_requested`` event of a write canceled while it ran."""
+    if result.status is CallStatus.CANCELED:
+        return True
+    return result.status is CallStatus.UNCERTAIN and any(
+        event.kind is EventKind.CANCEL_REQUESTED for event in result.events
+    )

@@ -34,6 +34,8 @@ from toolcalls.workflows.call.parts import (
     _name,
     _non_finite,
     _Refused,
+    after_canceled_write,
+    canceled_write,
 )
 from toolcalls.workflows.models.approval import ApprovalRecord, ApprovalRequest, ArgumentEdit
 from toolcalls.workflows.models.attest import Attestation
@@ -234,6 +236,13 @@ class CallBase:
             cause = failure[0]
             if isinstance(cause, ApplicationError) and cause.type in refusable:
                 raise _Refused(cause.message)
+            if failure[1] and name == plan.tool and canceled_write(plan, cause):
+                message, output = after_canceled_write(plan.tool, cause)
+                reason = workflow.cancellation_reason()
+                self._event(EventKind.CANCEL_REQUESTED, f"while {plan.tool} ran: {reason}")
+                raise _Ended(
+                    self._end(CallStatus.UNCERTAIN, ErrorCode.UNCERTAIN, message, output=output)
+                )
             raise _Ended(self._failed(plan, cause, started=failure[1]))
         return output
 

@@ -29,6 +29,7 @@ from toolcalls.workflows.models.call import (
     CallPlan,
     EventKind,
     Notification,
+    ToolCallResult,
 )
 from toolcalls.workflows.models.grant import (
     FIND_GRANT_ACTIVITY,
@@ -47,6 +48,8 @@ NOTIFY_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_attempts=3
 )
 MAX_SUMMARY_CHARS = 500
+FINISHED_NOTICE_PATCH = "toolcalls-finished-notice"
+"""A call whose request names a ``notify`` webhook tells it how the call ended."""
 
 
 class GrantsAndNotices(Attested):
@@ -193,6 +196,39 @@ class GrantsAndNotices(Attested):
             )
             # Beside the wait: a webhook that fails or retries never holds up the call.
             self._notifications.append(asyncio.create_task(self._post(notification)))
+
+    async def _notify_finished(self, result: ToolCallResult) -> None:
+        """Tell the request's ``notify`` webhook how the call ended; a failure is an event. A
+        call refused before its plan has no attestation to notify with."""
+        target = self._request.notify
+        assert target is not None
+        plan = self._plan
+        attestation = self._attestations.get(plan.digest) if plan is not None else None
+        if plan is None or attestation is None:
+            self._event(
+                EventKind.NOTIFICATION_FAILED,
+                f"finished to {target}: the call ended before the deployment planned it",
+            )
+            return
+        error = result.error
+        notification = Notification(
+            kind="finished",
+            webhook=target,
+            workflow_id=self._workflow_id,
+            call_id=self._call_id,
+            tool=plan.tool,
+            capabilities=plan.capabilities,
+            summary=error.message[:MAX_SUMMARY_CHARS] if error else "",
+            approvers=None,
+            requested_at=workflow.info().start_time,
+            expires_at=None,
+            digest=plan.digest,
+            visible_tools=plan.visible_tools,
+            attestation=attestation,
+            status=result.status.value,
+            error=f"{error.code.value}: {error.message[:MAX_SUMMARY_CHARS]}" if error else None,
+        )
+        await self._post(notification)
 
     async def _post(self, notification: Notification) -> None:
         what = f"{notification.kind} to {notification.webhook}"

@@ -273,6 +273,8 @@ def _notifies(plan: CallPlan, outcome: PlanOutcome, request: ToolCallRequest) ->
 
 def _unfit(plan: CallPlan, outcome: PlanOutcome, request: ToolCallRequest) -> str | None:
     """Why the call cannot run inline, or ``None``."""
+    if request.notify is not None:
+        return "names a notify webhook, which only a ToolCallWorkflow tells"
     if outcome.ran or plan.activity is None:
         return None  # the plan ran it, or the parent itself asks (``ask_user``)
     if policy.decide_plan(plan, request.policy).effect is (Effect.DENY):

@@ -8,9 +8,17 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from temporalio.exceptions import TimeoutType
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError, CancelledError, TimeoutType
 
-from toolcalls.workflows.models.call import CallStatus, ErrorCode, ToolCallRequest, ToolCallResult
+from toolcalls.workflows.models.call import (
+    CallPlan,
+    CallStatus,
+    ErrorCode,
+    SideEffect,
+    ToolCallRequest,
+    ToolCallResult,
+)
 
 _STATUS_FOR_CODE = {
     ErrorCode.POLICY_DENIED: CallStatus.DENIED,
@@ -22,6 +30,43 @@ _STATUS_FOR_CODE = {
     ErrorCode.CANCELED: CallStatus.CANCELED,
     ErrorCode.UNCERTAIN: CallStatus.UNCERTAIN,
 }
+
+
+CANCELED_WRITE_PATCH = "toolcalls-canceled-write-uncertain"
+"""A write canceled while it ran ends ``uncertain``, not ``canceled``: calls that recorded the
+older outcome replay it."""
+
+
+def canceled_write(plan: CallPlan, cause: BaseException | None) -> bool:
+    """Whether a cancellation of the call stopped its write after the tool had started (the
+    caller knows it had): the effect may have begun. Called only then, so that the patch's
+    marker is recorded on that path alone."""
+    canceled = isinstance(cause, CancelledError) or (
+        isinstance(cause, ApplicationError) and cause.type == ErrorCode.CANCELED.value
+    )
+    return (
+        canceled
+        and plan.side_effect is SideEffect.WRITE
+        and workflow.cancellation_reason() is not None
+        and workflow.patched(CANCELED_WRITE_PATCH)
+    )
+
+
+def after_canceled_write(tool: str, cause: BaseException | None) -> tuple[str, object]:
+    """The message and output of a call whose write was canceled while it ran: what the tool
+    reported (``execute_command: canceled; the process group was killed``) and its partial
+    output, the command's exit status when it had one, and that the effect may have happened."""
+    said, output = None, None
+    if isinstance(cause, ApplicationError):
+        said = cause.message
+        details = cause.details[0] if cause.details else None
+        output = details.get("output") if isinstance(details, dict) else None
+    parts = [said or f"{tool}: canceled while it ran"]
+    if isinstance(output, dict) and "exit_code" in output:
+        code = output.get("exit_code")
+        parts.append("no exit status" if code is None else f"exit status {code}")
+    parts.append("the effect may have begun: inspect before calling again")
+    return "; ".join(parts), output
 
 
 class _Ended(Exception):

@@ -19,7 +19,9 @@ from temporalio.exceptions import ApplicationError, CancelledError
 from toolcalls.workflows.call import telemetry
 from toolcalls.workflows.call.connections import Connecting
 from toolcalls.workflows.call.deadlines import refuse_late
+from toolcalls.workflows.call.grants_and_notices import FINISHED_NOTICE_PATCH
 from toolcalls.workflows.call.parts import _STATUS_FOR_CODE, _Ended
+from toolcalls.workflows.call.progress import ProgressStream
 from toolcalls.workflows.models.call import (
     MEMO_PENDING_QUESTION,
     WORKFLOW_NAME,
@@ -50,7 +52,7 @@ from toolcalls.workflows.rules import policy
     # fails the workflow at once instead of failing its first task forever.
     failure_exception_types=[ValidationError],
 )
-class ToolCallWorkflow(Connecting):
+class ToolCallWorkflow(Connecting, ProgressStream):
     """Runs one tool call under the deployment's ceiling and the request's policy."""
 
     @workflow.init
@@ -59,6 +61,7 @@ class ToolCallWorkflow(Connecting):
         self._init_approvals()
         self._init_quotas()
         self._init_connections()
+        self._init_progress()
 
     @workflow.run
     async def run(self, request: ToolCallRequest) -> ToolCallResult:
@@ -67,8 +70,11 @@ class ToolCallWorkflow(Connecting):
         except _Ended as ended:
             result = ended.result
         except (asyncio.CancelledError, CancelledError):
-            result = self._end(CallStatus.CANCELED, ErrorCode.CANCELED, "the call was canceled")
+            result = self._end(CallStatus.CANCELED, ErrorCode.CANCELED, _canceled_message())
         await self._release_unexecuted()
+        # Only a request that asks for it reaches the patch: older requests had no ``notify``.
+        if self._request.notify is not None and workflow.patched(FINISHED_NOTICE_PATCH):
+            await self._notify_finished(result)
         await workflow.wait_condition(workflow.all_handlers_finished)
         return result
 
@@ -251,3 +257,10 @@ class ToolCallWorkflow(Connecting):
             principal=self._request.principal.id if self._request.principal else None,
             pending_connection=self._pending_connection,
         )
+
+
+def _canceled_message() -> str:
+    """What a canceled call says, with the reason the canceller gave (``toolcalls cancel
+    --reason``)."""
+    reason = workflow.cancellation_reason()
+    return f"the call was canceled: {reason}" if reason else "the call was canceled"

@@ -186,6 +186,9 @@ class ToolCallRequest(_Model):
     principal: Principal | None = None
     """Whom the call acts for (``toolcalls.workflows.models.principal``): a claim of whoever
     starts the call."""
+    notify: str | None = Field(default=None, min_length=1, max_length=2_048)
+    """A webhook of the deployment (``[[notifications.webhooks]]``, by name or URL) told, signed
+    as every notification is, when the call ends (``finished``): for a caller that does not wait."""
 
 
 class Verdict(_Model):
@@ -378,7 +381,7 @@ class Notification(_Model):
     """What one webhook is told about a call that waits for a human (``NOTIFY_ACTIVITY``)."""
 
     kind: str
-    """``waiting``, ``reminder`` or ``escalated``."""
+    """``waiting``, ``reminder``, ``escalated``, or ``finished`` (the call ended: ``status``)."""
     webhook: str
     workflow_id: str
     call_id: str
@@ -395,6 +398,10 @@ class Notification(_Model):
     attestation: Attestation | None = None
     """The plan's attestation of this call for the run that notifies: only ``ToolCallWorkflow``
     on the deployment's worker has one, so nothing else can post to the deployment's webhooks."""
+    status: str | None = None
+    """For ``finished``: the call's status (``completed``, ``canceled``...)."""
+    error: str | None = None
+    """For ``finished``: the error's code and message, if it ended with one."""
 
 
 class ExecuteInput(_Model):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -28,7 +29,6 @@ from temporalio.client import (
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError, RPCStatusCode
 
 from toolcalls.workflows.call.definitions import DefinitionsWorkflow
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
@@ -83,6 +83,7 @@ from toolcalls.workflows.reach.client_base import (
     with_pydantic_converter,
 )
 from toolcalls.workflows.reach.finished import list_finished
+from toolcalls.workflows.reach.follow import FollowEvent, follow
 from toolcalls.workflows.reach.grant_client import list_grants, revoke_grant
 from toolcalls.workflows.reach.pending import (
     DEFAULT_PAGE_SIZE,
@@ -92,6 +93,7 @@ from toolcalls.workflows.reach.pending import (
     pending_page,
 )
 from toolcalls.workflows.reach.reconcile import NotReconcilable, reconcile_call, recorded_answer
+from toolcalls.workflows.reach.stop import Cancellation, cancel_call
 
 PLAN_WAIT = timedelta(seconds=30)
 """How long ``planned`` waits for a worker that serves the call to plan it."""
@@ -105,6 +107,7 @@ __all__ = [
     "CallConflict",
     "CallNotFound",
     "CallView",
+    "Cancellation",
     "Delivery",
     "FinishedCall",
     "NoPendingRequest",
@@ -233,14 +236,17 @@ class ToolCallClient(ClientBase):
         """Start a call and wait for its result."""
         return await (await self.start(request, workflow_id=workflow_id)).result()
 
-    async def cancel(self, workflow_id: str) -> None:
-        """Ask the call to stop: it ends ``canceled``, a running process with its whole group
-        killed (the partial output kept). A call that has ended is left as it is."""
-        try:
-            await self.handle(workflow_id).cancel()
-        except RPCError as exc:
-            if exc.status is not RPCStatusCode.NOT_FOUND:
-                raise
+    async def cancel(self, workflow_id: str, *, reason: str | None = None) -> Cancellation:
+        """Ask the call to stop (``toolcalls.workflows.reach.stop``): a waiting call or a running
+        read ends ``canceled``, a running write ``uncertain``; a running process has its whole
+        group killed (the partial output kept). A call that has ended is left as it is
+        (``requested`` is ``False``); an unknown id raises ``CallNotFound``."""
+        return await cancel_call(self.client, workflow_id, reason)
+
+    def follow(self, workflow_id: str, from_offset: int = 0) -> AsyncIterator[FollowEvent]:
+        """The call's progress items from ``from_offset`` on (a ``ProgressGap`` first for items
+        dropped before they were read), then its ``ToolCallResult``; see docs/progress.md."""
+        return follow(self.client, workflow_id, from_offset)
 
     async def pending(self, *, limit: int = 100) -> list[PendingCall]:
         """Calls waiting for an approval or an answer, newest first; no worker needed. Inline

@@ -35,6 +35,7 @@ from toolcalls.activities.network.http_api.models import (
 from toolcalls.activities.network.http_api.responses import build_result
 from toolcalls.activities.network.http_paths import PathProblem, build_url, check_header_value
 from toolcalls.activities.network.settings import HTTP_READ_METHODS, HttpToolSettings
+from toolcalls.activities.progress import ProgressPublisher, published, received
 from toolcalls.activities.spec import Timeouts, ToolSpec
 from toolcalls.workflows.models.approval import Prepared, PreviewArtifact
 from toolcalls.workflows.models.call import ErrorCode, SideEffect
@@ -141,7 +142,10 @@ class HttpTools:
             max_decoded_bytes=s.max_response_bytes,
             max_redirects=0,
         )
-        async with Heartbeat(tool=s.name, method=args.method, url=url, bytes=0) as beat:
+        async with (
+            Heartbeat(tool=s.name, method=args.method, url=url, bytes=0) as beat,
+            published(ProgressPublisher.for_activity()) as progress,
+        ):
             try:
                 response = await self._guard.request(
                     args.method,
@@ -151,7 +155,7 @@ class HttpTools:
                     content=body,
                     secret_headers=tuple(s.headers_from_env),
                     schemes=(url.split(":", 1)[0],),
-                    on_progress=lambda received: beat.update(bytes=received),
+                    on_progress=received(beat, progress),
                 )
             except NetworkError as exc:
                 raise self._failure(args.method, exc) from None

@@ -13,7 +13,7 @@ from temporalio import activity
 
 from toolcalls.activities.base import CallContext
 from toolcalls.activities.errors import tool_error
-from toolcalls.activities.heartbeat import Heartbeat
+from toolcalls.activities.heartbeat import Heartbeat, PromptHeartbeat
 from toolcalls.activities.processes.commands import fit
 from toolcalls.activities.processes.git.args import GitCall
 from toolcalls.activities.processes.git.command import (
@@ -40,6 +40,7 @@ from toolcalls.activities.processes.settings import (
     GitSettings,
     sandbox_problems,
 )
+from toolcalls.activities.progress import ProgressPublisher, published
 from toolcalls.workflows.models.approval import Prepared, PreviewArtifact
 from toolcalls.workflows.models.call import ErrorCode
 
@@ -127,7 +128,7 @@ class GitTools:
             ) from None
 
     async def _run(self, args: GitCall, call: CallContext) -> ProcessResult:
-        async with Heartbeat(operation=args.operation, phase="reading configuration") as beat:
+        async with PromptHeartbeat(operation=args.operation, phase="reading configuration") as beat:
             spec = await self._spec(args)
             approved = (call.precondition or {}).get("process")
             if call.precondition is not None and approved != spec.shown():
@@ -138,13 +139,15 @@ class GitTools:
                 )
             beat.update(phase="running")
             try:
-                result = await run_process(
-                    spec,
-                    ledger=self.ledger,
-                    kill_grace=self.settings.kill_grace_seconds,
-                    budget_left=budget_left(),
-                    heartbeat=beat,
-                )
+                async with published(ProgressPublisher.for_activity()) as progress:
+                    result = await run_process(
+                        spec,
+                        ledger=self.ledger,
+                        kill_grace=self.settings.kill_grace_seconds,
+                        budget_left=budget_left(),
+                        heartbeat=beat,
+                        progress=progress,
+                    )
             except asyncio.CancelledError as exc:
                 partial = exc.args[0] if exc.args else None
                 if not isinstance(partial, ProcessResult):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -20,13 +21,20 @@ from tests.support.harness import (
     run_call,
     running_worker,
     start_call,
+    wait_for,
 )
 from tests.support.tools import ALL_TOOL_NAMES
 from toolcalls.activities.database import DatabaseTools, SQLiteDatabase
 from toolcalls.worker.config import Config, ConfigError, build_catalog, parse_config
 from toolcalls.worker.plugin import build_instances
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
-from toolcalls.workflows.models.call import CallStatus, CapabilityPolicy, Effect, ErrorCode
+from toolcalls.workflows.models.call import (
+    CallStatus,
+    CapabilityPolicy,
+    Effect,
+    ErrorCode,
+    Phase,
+)
 
 TOOLS = ["database_schema", "query_database"]
 ASK = CapabilityPolicy(rules={"database.read": Effect.REQUIRE_APPROVAL})
@@ -230,3 +238,22 @@ def test_the_family_is_built_from_the_settings(tmp_path: Path) -> None:
         timedelta(seconds=10),
     )
     assert options.maximum_attempts == 1
+
+
+async def test_a_running_query_canceled_ends_canceled_a_read_has_no_effect(
+    client: Client, task_queue: str, database: Path
+) -> None:
+    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c"
+    settings = database_config(task_queue, database, timeout_seconds=20)
+    async with running_worker(client, settings):
+        handle = await start_call(client, task_queue, "query_database", {"sql": endless})
+        await wait_for(handle, lambda state: state.phase is Phase.RUNNING)
+        await asyncio.sleep(1.0)
+        started = time.monotonic()
+        await handle.cancel()
+        result = await asyncio.wait_for(handle.result(), 30)
+    # Well before the 20 s deadline: the cancellation, not the deadline, ended it.
+    assert time.monotonic() - started < 10
+    assert result.status is CallStatus.CANCELED
+    assert result.error is not None
+    assert result.error.code is ErrorCode.CANCELED

@@ -15,6 +15,7 @@ from tests.worker.inbox.support import INLINE_KEYS_ENV, Visitor, write_deploymen
 from toolcalls.worker.config import Config, load_config
 from toolcalls.worker.inbox.app import app
 from toolcalls.worker.inbox.base import Inbox
+from toolcalls.worker.inbox.settings import with_inbox_groups
 from toolcalls.worker.run import build_worker
 from toolcalls.workflows.reach.client import ToolCallClient
 
@@ -51,7 +52,8 @@ def calls(client: Client, deployment: Deployment) -> ToolCallClient:
 
 @pytest.fixture
 def inbox(calls: ToolCallClient, deployment: Deployment) -> Inbox:
-    return Inbox(calls, deployment.config.inbox, SECRET)
+    approvers = with_inbox_groups(deployment.config.approvers, deployment.config.inbox.users)
+    return Inbox(calls, deployment.config.inbox, SECRET, approvers=approvers)
 
 
 Visit = Callable[..., Visitor]

@@ -99,6 +99,9 @@ approvers = ["ops"]
 [approvers.rules.calculator]
 approvers = ["ops", "security"]
 
+[approvers.rules."process.execute"]
+approvers = ["ops"]
+
 [inbox]
 listen = "{listen}"
 poll_seconds = 1

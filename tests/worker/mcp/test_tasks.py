@@ -15,7 +15,7 @@ from tests.worker.mcp.raw import TASKS, Raw, RpcError
 from tests.worker.mcp.support import USER, Deployment
 from tests.worker.support import Spawn, Spawned, free_port, hermetic_env, toolcalls
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
-from toolcalls.workflows.models.call import CallStatus
+from toolcalls.workflows.models.call import CallStatus, EventKind
 
 STATE_KEY = "mcp-test-state-key-0123456789abcdef0123456789"
 """The sealing key of the tests' servers (``[mcp] state_key_env``)."""
@@ -108,13 +108,19 @@ async def test_tasks_cancel_kills_a_running_commands_process_group(
     acked = await raw.cancel(task_id)
     assert acked["resultType"] == "complete"
     await eventually(lambda: live_members(pgid) == [], timeout=30, what="the group killed")
+    # run_shell is a write: canceled while it ran it is uncertain, and the task is cancelled.
     cancelled = await raw.until(task_id, status_is("cancelled"), what="cancelled")
-    assert cancelled["statusMessage"].startswith("canceled: ")
+    assert cancelled["statusMessage"].startswith("uncertain: ")
+    assert "the effect may have begun" in cancelled["statusMessage"]
     assert "result" not in cancelled
     workflow_id = cancelled["_meta"]["toolcalls/workflow_id"]
     assert created["_meta"]["toolcalls/workflow_id"] == workflow_id
     recorded = await client.get_workflow_handle_for(ToolCallWorkflow.run, workflow_id).result()
-    assert recorded.status is CallStatus.CANCELED
+    assert recorded.status is CallStatus.UNCERTAIN
+    assert [e.kind for e in recorded.events][-2:] == [
+        EventKind.CANCEL_REQUESTED,
+        EventKind.FINISHED,
+    ]
 
 
 async def test_a_task_id_is_bound_to_its_principal_and_cannot_be_altered(
