@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 
 from tests.support.calendar_host import forwarded_tools
 from tests.support.calendar_services import (
@@ -83,6 +83,18 @@ def host_config(tmp_path: Path, task_queue: str, host_queue: str, backend: str) 
     return path
 
 
+async def heartbeat_recorded(handle: WorkflowHandle[Any, Any]) -> None:
+    """Wait until the server has recorded a heartbeat of the call's running activity."""
+    deadline = asyncio.get_running_loop().time() + 30
+    while True:
+        described = await handle.describe()
+        pending = described.raw_description.pending_activities
+        if any(activity.heartbeat_details.payloads for activity in pending):
+            return
+        assert asyncio.get_running_loop().time() < deadline, "no heartbeat reached the server"
+        await asyncio.sleep(0.05)
+
+
 async def lose_a_creation(
     client: Client, task_queue: str, tmp_path: Path, service: CalendarService, backend: str
 ) -> tuple[str, Any]:
@@ -116,6 +128,10 @@ async def lose_a_creation(
             handle = await start_call(client, task_queue, "create_calendar_event", LUNCH)
             created = await asyncio.to_thread(service.created.wait, 30)
             assert created, "the service was never asked to create the event"
+            # The tool heartbeats its identity before it sends; the SDK delivers heartbeats on
+            # its own schedule, which a busy machine (parallel test workers) can put after the
+            # request. The worker is lost once the server holds that heartbeat.
+            await heartbeat_recorded(handle)
             os.killpg(host.pid, signal.SIGKILL)  # created, and the worker never heard
             host.kill()
             result = await asyncio.wait_for(handle.result(), 30)
