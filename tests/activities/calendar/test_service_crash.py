@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client
 
 from tests.support.calendar_host import forwarded_tools
 from tests.support.calendar_services import (
@@ -29,7 +29,7 @@ from tests.support.calendar_services import (
     calendar_service,
 )
 from tests.support.calendars import TOKEN, TOKEN_ENV
-from tests.support.harness import make_config, running_worker, start_call
+from tests.support.harness import heartbeat_recorded, make_config, running_worker, start_call
 from tests.support.tools import ALL_FAMILIES, ALL_TOOL_NAMES, ProbeTools
 from tests.worker.support import Spawned, hermetic_env
 from toolcalls.activities.calendar import CalendarTools
@@ -81,18 +81,6 @@ def host_config(tmp_path: Path, task_queue: str, host_queue: str, backend: str) 
         encoding="utf-8",
     )
     return path
-
-
-async def heartbeat_recorded(handle: WorkflowHandle[Any, Any]) -> None:
-    """Wait until the server has recorded a heartbeat of the call's running activity."""
-    deadline = asyncio.get_running_loop().time() + 30
-    while True:
-        described = await handle.describe()
-        pending = described.raw_description.pending_activities
-        if any(activity.heartbeat_details.payloads for activity in pending):
-            return
-        assert asyncio.get_running_loop().time() < deadline, "no heartbeat reached the server"
-        await asyncio.sleep(0.05)
 
 
 async def lose_a_creation(
