@@ -23,7 +23,7 @@ run: $(STAMP)
 	$(BIN)/toolcalls worker --dev --inbox --config $(CONFIG)
 
 # The suite on PYTEST_WORKERS pytest-xdist processes, each with its own dev server, Dovecot and
-# Radicale (tests marked xdist_group run on one of them); PYTEST_WORKERS=0 runs it in this process.
+# Radicale (docs/testing.md); PYTEST_WORKERS=0 runs it in this process.
 PYTEST_WORKERS ?= 3
 test: $(STAMP) test-servers test-browser
 	$(BIN)/pytest $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup)
