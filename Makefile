@@ -22,8 +22,11 @@ run: $(STAMP)
 	mkdir -p $(SCRATCH)
 	$(BIN)/toolcalls worker --dev --inbox --config $(CONFIG)
 
+# The suite on PYTEST_WORKERS pytest-xdist processes, each with its own dev server, Dovecot and
+# Radicale (docs/testing.md); PYTEST_WORKERS=0 runs it in this process.
+PYTEST_WORKERS ?= 3
 test: $(STAMP) test-servers test-browser
-	$(BIN)/pytest
+	$(BIN)/pytest $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup)
 
 # Servers and programs the tests run for real, from Debian's packages when missing: Dovecot (IMAP)
 # and bubblewrap (the process tools' sandbox). The tests start Dovecot with a configuration of

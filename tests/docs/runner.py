@@ -53,9 +53,9 @@ SERVING: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\btoolcalls inbox\b(?!\s+hash-password)"), "inbox at "),
 )
 """Commands that serve until stopped, and the line each prints once it serves."""
-MAKE = re.compile(r"^make (?P<target>[\w-]+)(\s+#.*)?$")
-"""``make run`` serves; another target is checked with ``make -n`` (it would run this suite, or a
-benchmark for minutes)."""
+MAKE = re.compile(r"^make (?P<target>[\w-]+)(?P<variables>(\s+\w+=\S*)*)(\s+#.*)?$")
+"""``make run`` serves; another target, with any ``NAME=value`` it sets, is checked with ``make
+-n`` (it would run this suite, or a benchmark for minutes)."""
 STDIO_MCP = re.compile(r"\btoolcalls mcp\b")
 PIP_INSTALL = re.compile(r"^pip install '?toolcalls\[(?P<extras>[\w,-]+)\]'?(\s+#.*)?$")
 INITIALIZE = {
@@ -172,7 +172,12 @@ def run_shell(unit: Unit, setting: Setting) -> None:
                 _check_extras(pip.group("extras").split(","), where)
                 continue
             if (make := MAKE.match(command)) and make.group("target") != "run":
-                _run(f"make -n {make.group('target')}", setting, state, where)
+                _run(
+                    f"make -n {make.group('target')}{make.group('variables')}",
+                    setting,
+                    state,
+                    where,
+                )
                 continue
             ready = next((line for pattern, line in SERVING if pattern.search(command)), None)
             if ready is not None:

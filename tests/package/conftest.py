@@ -11,6 +11,9 @@ a path line).
 
 from __future__ import annotations
 
+import fcntl
+import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -40,9 +43,7 @@ class Installed:
     """Its ``toolcalls`` console script."""
 
 
-@pytest.fixture(scope="session")
-def dists(tmp_path_factory: pytest.TempPathFactory) -> Dists:
-    out = tmp_path_factory.mktemp("dist")
+def _build(out: Path) -> Dists:
     subprocess.run(
         # The backend of the test's environment (the dev extra): no index needed.
         [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
@@ -53,6 +54,28 @@ def dists(tmp_path_factory: pytest.TempPathFactory) -> Dists:
     [wheel] = out.glob("*.whl")
     [sdist] = out.glob("*.tar.gz")
     return Dists(wheel, sdist)
+
+
+@pytest.fixture(scope="session")
+def dists(tmp_path_factory: pytest.TempPathFactory) -> Dists:
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return _build(tmp_path_factory.mktemp("dist"))
+    # Each xdist worker is a session of its own, and the sdist's build writes toolcalls.egg-info/
+    # into the tree: two builds at once break each other. The first worker builds, under a lock
+    # in the run's temporary directory (its workers' parent), and the others take its files.
+    run = tmp_path_factory.getbasetemp().parent
+    with (run / "dist.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        out = run / "dist"
+        if not out.is_dir():
+            building = run / "dist-building"
+            shutil.rmtree(building, ignore_errors=True)
+            building.mkdir()
+            _build(building)
+            building.rename(out)
+        [wheel] = out.glob("*.whl")
+        [sdist] = out.glob("*.tar.gz")
+        return Dists(wheel, sdist)
 
 
 @pytest.fixture(scope="session")

@@ -109,6 +109,19 @@ async def wait_for(
         await asyncio.sleep(0.05)
 
 
+async def heartbeat_recorded(handle: WorkflowHandle[Any, Any], timeout: float = 30) -> None:
+    """Wait until the server holds a heartbeat of the call's running activity (the SDK sends
+    heartbeats on its own schedule: a test that kills the worker waits for this first)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        pending = (await handle.describe()).raw_description.pending_activities
+        if any(activity.heartbeat_details.payloads for activity in pending):
+            return
+        assert loop.time() < deadline, "no heartbeat of the call's activity reached the server"
+        await asyncio.sleep(0.05)
+
+
 async def wait_for_phase(handle: Handle, phase: Phase, timeout: float = 20) -> CallState:
     return await wait_for(handle, lambda s: s.phase is phase, timeout)
 

@@ -23,7 +23,7 @@ from temporalio.client import Client
 
 from tests.activities.calendar.conftest import Radicale
 from tests.support.calendars import PASSWORD_ENV, USER
-from tests.support.harness import make_config, running_worker, start_call
+from tests.support.harness import heartbeat_recorded, make_config, running_worker, start_call
 from tests.support.tools import ALL_TOOL_NAMES
 from tests.worker.support import Spawned, hermetic_env
 from toolcalls.activities.calendar.tokens import creation_id
@@ -175,6 +175,8 @@ async def test_a_worker_lost_during_a_creation_is_uncertain_and_the_event_exists
             async with running_worker(client, make_config(task_queue, **shared)):
                 handle = await start_call(client, task_queue, "create_calendar_event", LUNCH)
                 await asyncio.wait_for(proxy.put_answered.wait(), 30)
+                # The identity's heartbeat, sent by the SDK on its own schedule, is recorded.
+                await heartbeat_recorded(handle)
                 os.killpg(host.pid, signal.SIGKILL)  # created, and the worker never heard
                 host.kill()
                 result = await asyncio.wait_for(handle.result(), 30)

@@ -29,7 +29,7 @@ from tests.support.calendar_services import (
     calendar_service,
 )
 from tests.support.calendars import TOKEN, TOKEN_ENV
-from tests.support.harness import make_config, running_worker, start_call
+from tests.support.harness import heartbeat_recorded, make_config, running_worker, start_call
 from tests.support.tools import ALL_FAMILIES, ALL_TOOL_NAMES, ProbeTools
 from tests.worker.support import Spawned, hermetic_env
 from toolcalls.activities.calendar import CalendarTools
@@ -116,6 +116,10 @@ async def lose_a_creation(
             handle = await start_call(client, task_queue, "create_calendar_event", LUNCH)
             created = await asyncio.to_thread(service.created.wait, 30)
             assert created, "the service was never asked to create the event"
+            # The tool heartbeats its identity before it sends; the SDK delivers heartbeats on
+            # its own schedule, which a busy machine (parallel test workers) can put after the
+            # request. The worker is lost once the server holds that heartbeat.
+            await heartbeat_recorded(handle)
             os.killpg(host.pid, signal.SIGKILL)  # created, and the worker never heard
             host.kill()
             result = await asyncio.wait_for(handle.result(), 30)

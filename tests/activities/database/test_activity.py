@@ -20,7 +20,11 @@ from temporalio.testing import ActivityEnvironment
 from tests.support.children import children
 from tests.support.databases import CALL, failure, query, tools_for
 from toolcalls.activities.database import DatabaseTools, SQLiteDatabase, sqlite as sqlite_backend
-from toolcalls.activities.database.settings import DatabaseSettings
+from toolcalls.activities.database.settings import (
+    DEFAULT_TIMEOUT_SECONDS,
+    MAX_TIMEOUT_SECONDS,
+    DatabaseSettings,
+)
 from toolcalls.activities.database.tools import DatabaseSchemaArgs
 from toolcalls.workflows.models.call import ErrorCode
 
@@ -176,7 +180,11 @@ async def test_a_query_process_without_an_answer(
     database: Path, script: str, code: ErrorCode, message: str
 ) -> None:
     before = children()
-    backend = SQLiteDatabase(database, command=[sys.executable, "-c", script])
+    # Only the cpu-limit case is about the 5 s deadline; the others get the longest one, so that
+    # a process slowed by a busy machine (parallel test workers) still ends on its own.
+    deadline = DEFAULT_TIMEOUT_SECONDS if code is ErrorCode.TIMED_OUT else MAX_TIMEOUT_SECONDS
+    command = [sys.executable, "-c", script]
+    backend = SQLiteDatabase(database, timeout_seconds=deadline, command=command)
     error = await failure(DatabaseTools(DatabaseSettings(path=database), backend), "SELECT 1")
     assert (error.type, error.message) == (code, f"query_database: {message}")
     assert children() == before
