@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import sys
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
@@ -60,6 +64,34 @@ async def running_worker(
     worker = build_worker(client, config, families=ALL_FAMILIES, instances={ProbeTools: probes})
     async with worker:
         yield probes
+
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+@asynccontextmanager
+async def worker_process(
+    script: str, client: Client, task_queue: str, *args: str
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """``python -c SCRIPT ADDRESS TASK_QUEUE *ARGS`` in a session of its own, from the project's
+    root: a worker the test can lose outright. Leaving the block kills its whole group with
+    SIGKILL (no graceful shutdown, nothing flushed or reported) and waits for it."""
+    address = client.service_client.config.target_host
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        script,
+        address,
+        task_queue,
+        *args,
+        cwd=PROJECT_ROOT,
+        start_new_session=True,
+    )
+    try:
+        yield process
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        await asyncio.wait_for(process.wait(), 10)
 
 
 async def start_call(

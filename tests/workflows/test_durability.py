@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import os
-import signal
 import socket
 import sys
 from collections.abc import AsyncIterator
@@ -28,6 +26,7 @@ from tests.support.harness import (
     signal_decision,
     start_call,
     wait_for,
+    worker_process,
 )
 from tests.support.tools import ProbeTools
 from toolcalls.worker.devserver import DevServer
@@ -44,7 +43,6 @@ from toolcalls.workflows.models.call import (
 )
 
 ALLOW_ALL = {"ceiling": {"default_effect": "allow"}}
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SIGNALED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
 TIMER_FIRED = EventType.EVENT_TYPE_TIMER_FIRED
 SCHEDULED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
@@ -244,18 +242,7 @@ async def test_write_whose_worker_dies_is_uncertain_and_never_rerun(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     started_log = tmp_path / "started.log"
-    address = client.service_client.config.target_host
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        WORKER_SCRIPT,
-        address,
-        task_queue,
-        str(started_log),
-        cwd=PROJECT_ROOT,
-        start_new_session=True,
-    )
-    try:
+    async with worker_process(WORKER_SCRIPT, client, task_queue, str(started_log)) as process:
         handle = await start_call(client, task_queue, "probe_sleep", {"seconds": 20})
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 30
@@ -264,10 +251,6 @@ async def test_write_whose_worker_dies_is_uncertain_and_never_rerun(
             assert loop.time() < deadline, "the tool never started"
             await asyncio.sleep(0.1)
         await asyncio.sleep(0.5)
-    finally:
-        # The worker is lost mid-run: no graceful shutdown, no chance to report anything.
-        os.killpg(process.pid, signal.SIGKILL)
-        await asyncio.wait_for(process.wait(), 10)
 
     async with running_worker(client, make_config(task_queue, **ALLOW_ALL)) as probes:
         result = await asyncio.wait_for(handle.result(), 30)

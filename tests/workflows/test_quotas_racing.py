@@ -8,15 +8,12 @@ execution of the tool, in either worker, is written to one log.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import sys
 import uuid
 from pathlib import Path
 
 from temporalio.client import Client
 
-from tests.support.harness import make_config, running_worker, start_call
+from tests.support.harness import make_config, running_worker, start_call, worker_process
 from tests.support.tools import EchoArgs, EchoResult, ProbeTools
 from toolcalls.activities.base import CallContext
 from toolcalls.workflows.call.ledger import QuotaLedgerWorkflow
@@ -24,7 +21,6 @@ from toolcalls.workflows.models.call import CallStatus, ErrorCode
 from toolcalls.workflows.models.principal import Principal
 from toolcalls.workflows.models.quota import Held
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CALLS, LIMIT = 50, 10
 
 WORKER_SCRIPT = """
@@ -76,19 +72,8 @@ async def test_fifty_calls_against_ten_execute_ten_through_a_killed_worker(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     log = tmp_path / "executed.log"
-    address = client.service_client.config.target_host
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        WORKER_SCRIPT,
-        address,
-        task_queue,
-        str(log),
-        cwd=PROJECT_ROOT,
-        start_new_session=True,
-    )
     alice = Principal(id=f"racer-{uuid.uuid4().hex[:12]}")
-    try:
+    async with worker_process(WORKER_SCRIPT, client, task_queue, str(log)) as process:
         handles = await asyncio.gather(
             *(
                 start_call(
@@ -108,9 +93,6 @@ async def test_fifty_calls_against_ten_execute_ten_through_a_killed_worker(
             assert process.returncode is None, "the worker process exited"
             assert loop.time() < deadline, "no call ran"
             await asyncio.sleep(0.05)
-    finally:
-        os.killpg(process.pid, signal.SIGKILL)
-        await asyncio.wait_for(process.wait(), 10)
     ran_before_kill = set(log.read_text().splitlines())
     assert len(ran_before_kill) < LIMIT, "the kill came too late to test anything"
 

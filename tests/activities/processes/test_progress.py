@@ -9,16 +9,13 @@ nor in any recorded progress signal.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import sys
 from pathlib import Path
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from tests.support.harness import make_config, running_worker, start_call
+from tests.support.harness import make_config, running_worker, start_call, worker_process
 from tests.support.processes import SYSTEM_PATH
 from tests.support.tools import ALL_TOOL_NAMES
 from toolcalls.worker.config import Config
@@ -31,7 +28,6 @@ from toolcalls.workflows.models.progress import (
 )
 from toolcalls.workflows.reach.follow import FollowEvent, ProgressGap, follow
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
 SECRET = "s3cr3t-Vd9q-token"
 LINES = 10_000
 SCRIPT = (
@@ -173,20 +169,10 @@ SLOW_SCRIPT = (
 async def test_a_reader_follows_across_a_worker_killed_mid_run(
     client: Client, task_queue: str, tmp_path: Path, root: Path
 ) -> None:
-    address = client.service_client.config.target_host
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        WORKER_SCRIPT,
-        address,
-        task_queue,
-        str(tmp_path),
-        str(root),
-        cwd=PROJECT_ROOT,
-        start_new_session=True,
-    )
     seen: list[FollowEvent] = []
-    try:
+    async with worker_process(
+        WORKER_SCRIPT, client, task_queue, str(tmp_path), str(root)
+    ) as process:
         handle = await start_call(client, task_queue, "run_shell", {"command": SLOW_SCRIPT})
 
         async def reader() -> None:
@@ -200,9 +186,6 @@ async def test_a_reader_follows_across_a_worker_killed_mid_run(
             assert process.returncode is None, "the worker process exited"
             assert loop.time() < deadline, "no progress came"
             await asyncio.sleep(0.05)
-    finally:
-        os.killpg(process.pid, signal.SIGKILL)  # lost mid-run: nothing is flushed or reported
-        await asyncio.wait_for(process.wait(), 10)
     before = len(seen)
     await asyncio.sleep(3)  # no worker: the reader waits, and loses nothing
     async with running_worker(client, config(task_queue, tmp_path, root, **FAST_HEARTBEAT)):
@@ -241,19 +224,7 @@ async def test_a_lost_workers_last_heartbeat_holds_no_secret(
     client: Client, task_queue: str, tmp_path: Path, root: Path
 ) -> None:
     """The tail of output a heartbeat carries becomes the uncertain result, in history."""
-    address = client.service_client.config.target_host
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        WORKER_SCRIPT,
-        address,
-        task_queue,
-        str(tmp_path),
-        str(root),
-        cwd=PROJECT_ROOT,
-        start_new_session=True,
-    )
-    try:
+    async with worker_process(WORKER_SCRIPT, client, task_queue, str(tmp_path), str(root)):
         script = 'echo "token=$API_TOKEN"; sleep 30'
         handle = await start_call(client, task_queue, "run_shell", {"command": script})
         async for event in follow(client, handle.id):
@@ -261,9 +232,6 @@ async def test_a_lost_workers_last_heartbeat_holds_no_secret(
             assert event.text == "token=[redacted]"
             break
         await asyncio.sleep(2.5)  # a heartbeat with the tail goes out
-    finally:
-        os.killpg(process.pid, signal.SIGKILL)
-        await asyncio.wait_for(process.wait(), 10)
     async with running_worker(client, config(task_queue, tmp_path, root, **FAST_HEARTBEAT)):
         result = await asyncio.wait_for(handle.result(), 30)
     assert result.status is CallStatus.UNCERTAIN
