@@ -9,7 +9,7 @@ each module short, the workflow is one class.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -21,17 +21,15 @@ from temporalio.exceptions import (
     ApplicationError,
     CancelledError,
     TimeoutError as ActivityTimeoutError,
-    TimeoutType,
 )
 
 from toolcalls.workflows.call import telemetry
 from toolcalls.workflows.call.approvals import Approvals
+from toolcalls.workflows.call.failures import failed
 from toolcalls.workflows.call.parts import (
     _STATUS_FOR_CODE,
     _deadline,
     _Ended,
-    _last_progress,
-    _name,
     _non_finite,
     _Refused,
     after_canceled_write,
@@ -55,7 +53,6 @@ from toolcalls.workflows.models.call import (
     Phase,
     PlanInput,
     PlanOutcome,
-    SideEffect,
     ToolCallRequest,
     ToolCallResult,
     ToolError,
@@ -70,7 +67,6 @@ MAX_EVENTS = 200
 """Beyond this, further ignored signals are only counted, so a flood cannot bloat the result."""
 MAX_KEYWORD_CHARS = 200
 
-_KNOWN_CODES = {code.value for code in ErrorCode}
 _Payload = TypeVar("_Payload", bound=BaseModel)
 
 
@@ -243,73 +239,9 @@ class CallBase:
                 raise _Ended(
                     self._end(CallStatus.UNCERTAIN, ErrorCode.UNCERTAIN, message, output=output)
                 )
-            raise _Ended(self._failed(plan, cause, started=failure[1]))
+            status, error, output = failed(plan, cause, started=failure[1])
+            raise _Ended(self._end_with(status, error, output=output))
         return output
-
-    def _failed(
-        self, plan: CallPlan, cause: BaseException | None, *, started: bool
-    ) -> ToolCallResult:
-        """Map an activity failure to the call's status and ``ToolError``."""
-        tool = plan.tool
-        if isinstance(cause, ApplicationError):
-            details = (
-                cause.details[0] if cause.details and isinstance(cause.details[0], dict) else {}
-            )
-            kind = cause.type or ""
-            code = ErrorCode(kind) if kind in _KNOWN_CODES else ErrorCode.EXECUTION_FAILED
-            message = cause.message if code.value == kind else f"{tool}: {kind}: {cause.message}"
-            error = ToolError(
-                code=code,
-                message=message,
-                retryable=not cause.non_retryable,
-                fixable_args=list(details.get("fixable_args") or []),
-            )
-            status = _STATUS_FOR_CODE.get(code, CallStatus.FAILED)
-            return self._end_with(status, error, output=details.get("output"))
-        if isinstance(cause, CancelledError):
-            return self._end(CallStatus.CANCELED, ErrorCode.CANCELED, f"{tool}: canceled")
-        if isinstance(cause, ActivityTimeoutError):
-            return self._timed_out(
-                plan, cause.type, started=started, progress=cause.last_heartbeat_details
-            )
-        return self._end(CallStatus.FAILED, ErrorCode.INTERNAL, f"{tool}: {cause}")
-
-    def _timed_out(
-        self,
-        plan: CallPlan,
-        kind: TimeoutType | None,
-        *,
-        started: bool,
-        progress: Sequence[Any] = (),
-    ) -> ToolCallResult:
-        opts = plan.activity
-        assert opts is not None
-        tool = plan.tool
-        if kind is TimeoutType.SCHEDULE_TO_START or (
-            kind is TimeoutType.SCHEDULE_TO_CLOSE and not started and not opts.local
-        ):
-            error = ToolError(
-                code=ErrorCode.TOOL_UNAVAILABLE,
-                message=(
-                    f"{tool}: no worker took the task from queue "
-                    f"{opts.task_queue or workflow.info().task_queue!r} in time; nothing ran"
-                ),
-                retryable=True,
-            )
-            return self._end_with(CallStatus.FAILED, error)
-        if plan.side_effect is SideEffect.WRITE:
-            # The tool's last heartbeat is what it said it was doing (a creation's identity, say):
-            # the output an operator inspects with. It is in history already, in the timeout.
-            return self._end(
-                CallStatus.UNCERTAIN,
-                ErrorCode.UNCERTAIN,
-                f"{tool}: the worker was lost after the tool started ({_name(kind)} timeout); "
-                "the effect may have happened: inspect before calling again",
-                output=_last_progress(progress),
-            )
-        return self._end(
-            CallStatus.TIMED_OUT, ErrorCode.TIMED_OUT, f"{tool}: {_name(kind)} timeout"
-        )
 
     def _execute_input(self, plan: CallPlan) -> ExecuteInput:
         return ExecuteInput(
