@@ -75,13 +75,8 @@ from toolcalls.workflows.models.views import (
     metadata_of,
     model_or_none,
 )
-from toolcalls.workflows.reach.client_base import (
-    ClientBase,
-    Handle,
-    Inline,
-    pydantic_converter,
-    with_pydantic_converter,
-)
+from toolcalls.workflows.reach.client_base import ClientBase, Handle, Inline
+from toolcalls.workflows.reach.converter import pydantic_converter, with_pydantic_converter
 from toolcalls.workflows.reach.finished import list_finished
 from toolcalls.workflows.reach.follow import FollowEvent, follow
 from toolcalls.workflows.reach.grant_client import list_grants, revoke_grant

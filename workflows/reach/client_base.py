@@ -9,7 +9,6 @@ queued and applied when a worker returns).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -27,8 +26,6 @@ from temporalio.client import (
     WorkflowUpdateRPCTimeoutOrCancelledError,
     WorkflowUpdateStage,
 )
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.converter import DataConverter
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -57,15 +54,16 @@ from toolcalls.workflows.models.question import (
 )
 from toolcalls.workflows.models.views import Delivery, NoPendingRequest, Outcome, model_or_none
 from toolcalls.workflows.reach.client_inline import InlineRef, InlineRoutes, inline_ref
+from toolcalls.workflows.reach.converter import with_pydantic_converter
 from toolcalls.workflows.reach.delivery import (
     CALL_ENDED,
     NO_ANSWER,
+    applied_by_update,
     queue_signal,
     signal_after_timeout,
     update_reason,
 )
-from toolcalls.workflows.reach.keyless import KeylessCodec, KeysCheck
-from toolcalls.workflows.rules.identities import same_identity
+from toolcalls.workflows.reach.keyless import KeysCheck
 
 POLLER_FRESHNESS = timedelta(minutes=1)
 """A workflow poller seen this recently may be a worker serving the call's queue."""
@@ -92,34 +90,6 @@ class Inline(Exception):
     def __init__(self, ref: InlineRef) -> None:
         super().__init__(ref.workflow_id)
         self.ref = ref
-
-
-def pydantic_converter(existing: DataConverter | None = None) -> DataConverter:
-    """``existing`` with the pydantic payload converter every toolcalls payload needs.
-
-    Only the payload converter changes: a codec (encryption, say) and a failure converter the
-    application chose must stay, or payloads would go out unencoded.
-    """
-    if existing is None:
-        return pydantic_data_converter
-    if existing.payload_converter_class is pydantic_data_converter.payload_converter_class:
-        return existing
-    return dataclasses.replace(
-        existing, payload_converter_class=pydantic_data_converter.payload_converter_class
-    )
-
-
-def with_pydantic_converter(client: Client) -> Client:
-    """``client``, or a client on the same connection with ``pydantic_converter`` and, when it
-    has no codec, ``KeylessCodec`` (an encrypted payload is then a typed ``PayloadKeyError``)."""
-    converter = pydantic_converter(client.data_converter)
-    if converter.payload_codec is None:
-        converter = dataclasses.replace(converter, payload_codec=KeylessCodec())
-    if converter is client.data_converter:
-        return client
-    config = client.config()
-    config["data_converter"] = converter
-    return Client(**config)
 
 
 class ClientBase:
@@ -275,27 +245,7 @@ class ClientBase:
             result = await handle.result(rpc_timeout=self.update_timeout)
         except (WorkflowFailureError, RPCError):
             return None
-        if isinstance(sent, ApprovalDecision):
-            for record in [*result.approvals, result.approval]:
-                if (
-                    record is not None
-                    and record.via == "update"
-                    and (
-                        (record.request_id, record.approved, record.reason, record.response)
-                        == (sent.request_id, sent.approved, sent.reason, sent.response)
-                    )
-                    # The call records the approver's canonical name.
-                    and (
-                        record.approver == sent.approver
-                        or same_identity(record.approver, sent.approver)
-                    )
-                ):
-                    return record
-            return None
-        output = model_or_none(AskUserOutput, result.output)
-        if isinstance(sent, UserAnswer) and output is not None and output.answer == sent.answer:
-            return output if output.request_id == sent.request_id else None
-        return None
+        return applied_by_update(result, sent)
 
     async def approve(
         self,

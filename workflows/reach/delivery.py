@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from pydantic import BaseModel
 from temporalio.client import (
     WorkflowHandle,
     WorkflowUpdateFailedError,
@@ -18,7 +19,11 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from toolcalls.workflows.models.views import Delivery, Outcome
+from toolcalls.workflows.models.approval import ApprovalDecision, ApprovalRecord
+from toolcalls.workflows.models.call import ToolCallResult
+from toolcalls.workflows.models.question import AskUserOutput, UserAnswer
+from toolcalls.workflows.models.views import Delivery, Outcome, model_or_none
+from toolcalls.workflows.rules.identities import same_identity
 
 CALL_ENDED = "the call has ended"
 NO_ANSWER = (
@@ -69,3 +74,31 @@ async def queue_signal(
             return Outcome(Delivery.REJECTED, reason=ended)
         raise
     return Outcome(Delivery.QUEUED)
+
+
+def applied_by_update(
+    result: ToolCallResult, sent: BaseModel
+) -> ApprovalRecord | AskUserOutput | None:
+    """What the ended call applied of ``sent`` (a decision or an answer) by update, as its
+    ``result`` records it; ``None`` when it did not."""
+    if isinstance(sent, ApprovalDecision):
+        for record in [*result.approvals, result.approval]:
+            if (
+                record is not None
+                and record.via == "update"
+                and (
+                    (record.request_id, record.approved, record.reason, record.response)
+                    == (sent.request_id, sent.approved, sent.reason, sent.response)
+                )
+                # The call records the approver's canonical name.
+                and (
+                    record.approver == sent.approver
+                    or same_identity(record.approver, sent.approver)
+                )
+            ):
+                return record
+        return None
+    output = model_or_none(AskUserOutput, result.output)
+    if isinstance(sent, UserAnswer) and output is not None and output.answer == sent.answer:
+        return output if output.request_id == sent.request_id else None
+    return None
