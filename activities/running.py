@@ -1,4 +1,5 @@
-"""How a tool's method is called inside its activity, and how its failures leave it.
+"""How a tool's method is called inside its activity, how its failures leave it, and a write
+tool's reconcile activity.
 
 A tool's expected failure (an ``ApplicationError`` whose ``type`` is an ``ErrorCode``) is logged as
 one line naming the tool, the call and the code, and leaves as a ``BENIGN`` error, which the SDK
@@ -22,6 +23,7 @@ from toolcalls.activities.connections.acting import acting_principal
 from toolcalls.activities.errors import tool_error
 from toolcalls.activities.spec import ToolSpec
 from toolcalls.workflows.models.call import ErrorCode, ExecuteInput, ToolError
+from toolcalls.workflows.models.reconcile import Lookup, LookupInput, reconcile_activity_name
 
 ToolMethod = Callable[[ToolArgs, CallContext], Awaitable[Any]]
 
@@ -103,3 +105,19 @@ async def call_tool(spec: ToolSpec, method: ToolMethod, args: ToolArgs, input: E
         ) from exc
     finally:
         acting_principal.reset(acting)
+
+
+def reconcile_activity(
+    spec: ToolSpec, method: Callable[[LookupInput], Awaitable[Lookup]]
+) -> Callable[..., Any]:
+    """A write tool's read-only lookup of an uncertain call's effect (``ToolCallReconcile``)."""
+
+    @activity.defn(name=reconcile_activity_name(spec.name))
+    async def reconcile(input: LookupInput) -> Lookup:
+        if input.tool != spec.name:
+            raise tool_error(
+                ErrorCode.INVALID_ARGUMENTS, f"{spec.name}: a lookup for {input.tool} came here"
+            )
+        return await method(input)
+
+    return reconcile

@@ -20,7 +20,7 @@ How a tool's method is called and how its failures leave the activity is in
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -45,11 +45,18 @@ from toolcalls.activities.catalog import Catalog, call_digest
 from toolcalls.activities.cedar.engine import PolicySet
 from toolcalls.activities.cedar.judge import judged
 from toolcalls.activities.connections import Connections
+from toolcalls.activities.connections.planning import with_connection
 from toolcalls.activities.definitions import DEFINITION_FORMATS
 from toolcalls.activities.errors import invalid_arguments, tool_error
 from toolcalls.activities.limits import MAX_PAYLOAD_BYTES
 from toolcalls.activities.quotas import QuotaSettings, charged
-from toolcalls.activities.running import ToolMethod, call_tool, expected_failures, failure_of
+from toolcalls.activities.running import (
+    ToolMethod,
+    call_tool,
+    expected_failures,
+    failure_of,
+    reconcile_activity,
+)
 from toolcalls.activities.spec import ToolSpec
 from toolcalls.workflows.models.approval import Prepared
 from toolcalls.workflows.models.attest import Attestation, AttestedDecision
@@ -65,7 +72,6 @@ from toolcalls.workflows.models.call import (
     PlanInput,
     PlanOutcome,
     SideEffect,
-    ToolError,
     prepare_activity_name,
 )
 from toolcalls.workflows.models.definitions import (
@@ -73,7 +79,6 @@ from toolcalls.workflows.models.definitions import (
     DefinitionsRequest,
 )
 from toolcalls.workflows.models.limits import CODEC_MARGIN_BYTES
-from toolcalls.workflows.models.reconcile import Lookup, LookupInput, reconcile_activity_name
 from toolcalls.workflows.rules import policy
 from toolcalls.workflows.rules.approvers import ApproversSettings
 
@@ -141,7 +146,9 @@ class ToolRuntime:
             )
             outcome = judged(outcome, input, self.policy_sets, self.approvers)
             outcome = charged(outcome, input.principal, self.quotas)
-            outcome = await self._connection(outcome, input)
+            spec = self.catalog.get(outcome.plan.tool) if outcome.plan is not None else None
+            provider = spec.connection if spec is not None else None
+            outcome = await with_connection(outcome, input, provider, self.connections)
             if outcome.plan is not None:
                 attestation = self._plan_attestation(input, outcome.plan)
                 if attestation is not None:
@@ -179,37 +186,6 @@ class ToolRuntime:
             input.call_id or "", plan.digest, plan.visible_tools, decision, principal=principal
         )
         return self.attestor.issue(run, claim)
-
-    async def _connection(self, outcome: PlanOutcome, input: PlanInput) -> PlanOutcome:
-        """For a tool backed by per-principal connections: the provider in the plan and, when
-        the principal has not connected yet, the consent request the call waits on."""
-        plan = outcome.plan
-        spec = self.catalog.get(plan.tool) if plan is not None else None
-        if plan is None or spec is None or spec.connection is None:
-            return outcome
-        provider, tool = spec.connection, plan.tool
-        problem = None
-        if input.principal is None:
-            problem = (
-                f"acts with each principal's own {provider} account: the call names no principal"
-            )
-        elif input.inline:
-            problem = f"acts with a principal's own {provider} account: run it as {WORKFLOW_NAME}"
-        elif self.connections is None:
-            problem = "the worker that plans calls has no [connections] configured"
-        if problem is not None:
-            error = ToolError(code=ErrorCode.CONNECTION_REQUIRED, message=f"{tool}: {problem}")
-            return PlanOutcome(error=error)
-        assert input.principal is not None
-        assert self.connections is not None
-        update: dict[str, Any] = {"connection": provider}
-        principal = input.principal.id
-        if not await self.connections.is_connected(provider, principal):
-            info = activity.info()
-            update["consent"] = self.connections.consent(
-                provider, principal, info.workflow_id or "", input.call_id or ""
-            )
-        return outcome.model_copy(update={"plan": plan.model_copy(update=update)})
 
     async def _run_in_plan(
         self, outcome: PlanOutcome, args: ToolArgs, input: PlanInput
@@ -278,7 +254,7 @@ class ToolRuntime:
                 result.append(self._prepare_activity(spec, prepare))
             lookup = getattr(instance, f"reconcile_{spec.name}", None)
             if lookup is not None:
-                result.append(_reconcile_activity(spec, lookup))
+                result.append(reconcile_activity(spec, lookup))
         return result
 
     def pure_tools(self) -> list[str]:
@@ -419,22 +395,6 @@ class ToolRuntime:
                     f"({'; '.join(decision.reasons())})",
                 )
         return args
-
-
-def _reconcile_activity(
-    spec: ToolSpec, method: Callable[[LookupInput], Awaitable[Lookup]]
-) -> Callable[..., Any]:
-    """A write tool's read-only lookup of an uncertain call's effect (``ToolCallReconcile``)."""
-
-    @activity.defn(name=reconcile_activity_name(spec.name))
-    async def reconcile(input: LookupInput) -> Lookup:
-        if input.tool != spec.name:
-            raise tool_error(
-                ErrorCode.INVALID_ARGUMENTS, f"{spec.name}: a lookup for {input.tool} came here"
-            )
-        return await method(input)
-
-    return reconcile
 
 
 def runs_tools(decision: AttestedDecision) -> bool:
