@@ -170,6 +170,15 @@ async def canceled(client: Client, queue: str) -> Handle:
     return handle
 
 
+async def canceled_undone(client: Client, queue: str) -> Handle:
+    """A write canceled while it ran that undid its change and says so (``changed: false``)."""
+    handle = await start_call(client, queue, "probe_sleep", {"seconds": 30, "undo": True})
+    await wait_for(handle, lambda s: s.phase is Phase.RUNNING)
+    await asyncio.sleep(1)
+    await handle.cancel()
+    return handle
+
+
 async def tool_failure(client: Client, queue: str) -> Handle:
     return await start_call(client, queue, "calculator", {"expression": "1 / 0"})
 
@@ -454,6 +463,7 @@ APPROVERS = {
 SECTIONS: dict[str, dict[str, Any]] = {
     "canceled": {"ceiling": {"default_effect": "allow"}},
     "canceled_write": {"ceiling": {"default_effect": "allow"}},
+    "canceled_write_undone": {"ceiling": {"default_effect": "allow"}},
     "uncertain": {"ceiling": {"default_effect": "allow"}},
     "uncertain_progress": {"ceiling": {"default_effect": "allow"}},
     "progress": {
@@ -556,6 +566,8 @@ SCENARIOS: dict[str, Scenario] = {
     "progress": progress,
     # Since a write canceled while it ran ends uncertain (``toolcalls-canceled-write-uncertain``).
     "canceled_write": canceled,
+    # A write that undid its change when canceled ends canceled (same patch, no new command).
+    "canceled_write_undone": canceled_undone,
     # Since a request may name a webhook told when the call ends (``toolcalls-finished-notice``).
     "finished_notice": finished_notice,
 }
@@ -603,6 +615,7 @@ EXPECTED_STATUS = {
     "connection_timed_out": "denied",
     "progress": "completed",
     "canceled_write": "uncertain",
+    "canceled_write_undone": "canceled",
     "finished_notice": "completed",
 }
 """The status each recorded history ends with; the replay test checks the files against it."""

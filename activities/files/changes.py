@@ -40,6 +40,10 @@ class Conflict(Exception):
     """The entry changed between the last check and the swap."""
 
 
+class Stopped(Exception):
+    """The call was canceled while the new content was written aside: the swap is not made."""
+
+
 class Workspace:
     """The roots, limits and checkpoint store of one family, and the steps every change shares."""
 

@@ -17,14 +17,18 @@ identity, the new content's digest) that the execute step checks again, refusing
 ``precondition_failed`` when anything moved. A final compare right before the rename narrows the
 window for other writers; it is not a lock they respect (that takes an OS sandbox).
 
-Filesystem and SQLite work runs in threads while the tool heartbeats from the event loop. A change
-that has started finishes even if the call is canceled, because stopping it halfway would leave an
-uncertain record; the cancellation is then reported together with the outcome.
+Filesystem and SQLite work runs in threads while the tool heartbeats from the event loop. A
+cancellation that arrives before the new content is swapped in stops the write there: the
+temporary file is removed, the record settles ``failed``, and the tool reports that nothing was
+changed (``changed: false``; the call ends ``canceled``). One that arrives later cannot stop the
+change halfway: it completes, and the cancellation is reported with the change's id, which
+``restore_change`` takes to undo it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -34,6 +38,7 @@ from toolcalls.activities.files import atomic, edits, recovery
 from toolcalls.activities.files.atomic import FileState, Progress
 from toolcalls.activities.files.changes import (
     Conflict,
+    Stopped,
     Workspace,
     new_mode,
     octal,
@@ -264,6 +269,14 @@ class FileWriteTools:
                 if not atomic.same_entry(before.info, atomic.entry_stat(dir_fd, name)):
                     raise Conflict
                 atomic.swap_in(dir_fd, temp, name)
+        except Stopped:  # the temporary file is gone (write_temp removes it)
+            reason = "canceled before the new content was in place"
+            space.settle(record, ChangeState.PREPARED, ChangeState.FAILED, reason)
+            raise tool_error(
+                ErrorCode.CANCELED,
+                f"{tool}: {path}: {reason}; nothing was changed",
+                output={"changed": False, "change_id": record.change_id, "state": "failed"},
+            ) from None
         except Conflict:
             atomic.discard(dir_fd, temp)
             what = "created" if record.kind is ChangeKind.CREATE else "changed"
@@ -294,25 +307,40 @@ class FileWriteTools:
     ) -> T:
         """Run blocking ``work`` in a thread while heartbeating its progress.
 
-        With ``completes``, a cancellation waits for ``work`` (a change must not stop halfway)
-        and then reports itself with the outcome.
+        With ``completes``, a cancellation tells ``work`` to stop at its next progress report
+        (a write still writing aside stops there and says nothing changed), waits for it, and
+        reports a change that completed anyway with its outcome.
         """
         async with Heartbeat(tool=tool, subject=subject, written=0) as beat:
-            task = asyncio.ensure_future(asyncio.to_thread(work, lambda n: beat.update(written=n)))
+            stop = threading.Event()
+
+            def progress(written: int) -> None:
+                beat.update(written=written)
+                if stop.is_set():
+                    raise Stopped
+
+            task = asyncio.ensure_future(asyncio.to_thread(work, progress))
             if not completes:
                 return await task
             try:
                 return await asyncio.shield(task)
             except asyncio.CancelledError:
+                stop.set()
                 result = await task
-                output: Any = None
-                if isinstance(result, ToolResult):
-                    output = result.model_dump(mode="json")
-                raise tool_error(
-                    ErrorCode.CANCELED,
-                    f"{tool}: {subject}: canceled after the change started; it completed anyway",
-                    output=output,
-                ) from None
+                raise completed_anyway(tool, subject, result) from None
+
+
+def completed_anyway(tool: str, subject: str, result: object) -> Exception:
+    """The error of a change canceled too late to stop: its outcome, and how to undo a write."""
+    message = f"{tool}: {subject}: canceled after the change started; it completed anyway"
+    output: Any = None
+    if isinstance(result, ToolResult):
+        output = result.model_dump(mode="json")
+    if isinstance(result, FileWriteResult | RestoreResult):
+        message += f" as change {result.change_id} ({result.state.value})"
+    if isinstance(result, FileWriteResult):
+        message += "; restore_change with that change_id undoes it"
+    return tool_error(ErrorCode.CANCELED, message, output=output)
 
 
 def _check_approved(

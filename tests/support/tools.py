@@ -25,6 +25,8 @@ from toolcalls.workflows.models.call import ErrorCode, SideEffect
 
 class SleepArgs(ToolArgs):
     seconds: float = Field(ge=0, le=60)
+    undo: bool = False
+    """On cancellation, report the effect undone (``changed: false``), as a rolled-back write."""
 
 
 class SleepResult(ToolResult):
@@ -94,6 +96,12 @@ class ProbeTools:
                     ticks += 1
                     beat.update(ticks=ticks)
             except asyncio.CancelledError:
+                if args.undo:
+                    raise tool_error(
+                        ErrorCode.CANCELED,
+                        "probe_sleep: canceled; undone, nothing was changed",
+                        output={"ticks": ticks, "changed": False},
+                    ) from None
                 raise tool_error(
                     ErrorCode.CANCELED, "probe_sleep: canceled", output={"ticks": ticks}
                 ) from None

@@ -174,6 +174,29 @@ async def test_cancel_running_activity_keeps_partial_output(
     assert description.typed_search_attributes.get(SEARCH_STATUS) == "uncertain"
 
 
+async def test_a_write_that_undid_its_change_when_canceled_ends_canceled(
+    client: Client, task_queue: str
+) -> None:
+    """A write tool that stopped before its effect and says so (``changed: false``, as a file
+    write canceled before its swap does): the call ends ``canceled`` with the tool's words."""
+    async with running_worker(client, make_config(task_queue, **ALLOW_ALL)) as probes:
+        handle = await start_call(client, task_queue, "probe_sleep", {"seconds": 30, "undo": True})
+        await wait_for(handle, lambda s: s.phase is Phase.RUNNING)
+        await asyncio.sleep(1.0)
+        await handle.cancel()
+        result = await asyncio.wait_for(handle.result(), 20)
+    assert result.status is CallStatus.CANCELED
+    assert result.error is not None
+    assert result.error.code is ErrorCode.CANCELED
+    assert result.error.message == "probe_sleep: canceled; undone, nothing was changed"
+    assert isinstance(result.output, dict)
+    assert result.output["changed"] is False
+    assert probes.runs == {"probe_sleep": 1}
+    assert CANCEL_REQUESTED in await history_types(handle)
+    description = await handle.describe()
+    assert description.typed_search_attributes.get(SEARCH_STATUS) == "canceled"
+
+
 async def test_cancel_while_waiting_for_a_question(client: Client, task_queue: str) -> None:
     async with running_worker(client, make_config(task_queue)):
         handle = await start_call(client, task_queue, "ask_user", {"question": "Which format?"})

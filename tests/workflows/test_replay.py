@@ -160,6 +160,18 @@ def test_a_write_canceled_while_it_ran_is_uncertain_under_its_patch() -> None:
     assert result.output["ticks"] >= 5
 
 
+def test_a_canceled_write_that_undid_its_change_ends_canceled() -> None:
+    """The same patch and commands as ``canceled_write``; the tool said it changed nothing."""
+    assert _patches("canceled_write_undone") == [CANCELED_WRITE_PATCH]
+    result = _result("canceled_write_undone")
+    assert result.status is CallStatus.CANCELED
+    assert result.error is not None
+    assert result.error.code is ErrorCode.CANCELED
+    assert result.error.message == "probe_sleep: canceled; undone, nothing was changed"
+    assert isinstance(result.output, dict)
+    assert result.output["changed"] is False
+
+
 def test_a_finished_notice_is_recorded_under_its_patch() -> None:
     """Recorded since a request may name a ``notify`` webhook: the patch's marker, then the
     ``toolcalls.notify`` activity after the tool."""

@@ -233,12 +233,11 @@ class CallBase:
             if isinstance(cause, ApplicationError) and cause.type in refusable:
                 raise _Refused(cause.message)
             if failure[1] and name == plan.tool and canceled_write(plan, cause):
-                message, output = after_canceled_write(plan.tool, cause)
+                status, message, output = after_canceled_write(plan.tool, cause)
                 reason = workflow.cancellation_reason()
                 self._event(EventKind.CANCEL_REQUESTED, f"while {plan.tool} ran: {reason}")
-                raise _Ended(
-                    self._end(CallStatus.UNCERTAIN, ErrorCode.UNCERTAIN, message, output=output)
-                )
+                code = ErrorCode.CANCELED if status is CallStatus.CANCELED else ErrorCode.UNCERTAIN
+                raise _Ended(self._end(status, code, message, output=output))
             status, error, output = failed(plan, cause, started=failure[1])
             raise _Ended(self._end_with(status, error, output=output))
         return output

@@ -52,21 +52,27 @@ def canceled_write(plan: CallPlan, cause: BaseException | None) -> bool:
     )
 
 
-def after_canceled_write(tool: str, cause: BaseException | None) -> tuple[str, object]:
-    """The message and output of a call whose write was canceled while it ran: what the tool
-    reported (``execute_command: canceled; the process group was killed``) and its partial
-    output, the command's exit status when it had one, and that the effect may have happened."""
+def after_canceled_write(tool: str, cause: BaseException | None) -> tuple[CallStatus, str, object]:
+    """The status, message and output of a call whose write was canceled while it ran.
+
+    A tool that stopped before its change and undid what it had begun says so (``changed:
+    false`` in its output): the call ends ``canceled`` with the tool's words. Otherwise it ends
+    ``uncertain`` with what the tool reported (``execute_command: canceled; the process group was
+    killed``) and its partial output, the command's exit status when it had one, and that the
+    effect may have happened."""
     said, output = None, None
     if isinstance(cause, ApplicationError):
         said = cause.message
         details = cause.details[0] if cause.details else None
         output = details.get("output") if isinstance(details, dict) else None
+    if said and isinstance(output, dict) and output.get("changed") is False:
+        return CallStatus.CANCELED, said, output
     parts = [said or f"{tool}: canceled while it ran"]
     if isinstance(output, dict) and "exit_code" in output:
         code = output.get("exit_code")
         parts.append("no exit status" if code is None else f"exit status {code}")
     parts.append("the effect may have begun: inspect before calling again")
-    return "; ".join(parts), output
+    return CallStatus.UNCERTAIN, "; ".join(parts), output
 
 
 class _Ended(Exception):

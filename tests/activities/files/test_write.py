@@ -8,6 +8,7 @@ import resource
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -16,13 +17,17 @@ from temporalio.testing import ActivityEnvironment
 
 from tests.support.file_writes import Files, call, fixable, is_link, mode, refused, run
 from toolcalls.activities.files import atomic
+from toolcalls.activities.files.checkpoints import ChangeKind, ChangeState
 from toolcalls.activities.files.settings import MAX_WRITE_BYTES
 from toolcalls.activities.files.write_models import (
+    ChangeArgs,
     CreateFileArgs,
     EditFileArgs,
+    FileWriteResult,
     ReplaceFileArgs,
     change_id_for,
 )
+from toolcalls.activities.files.writing import completed_anyway
 from toolcalls.workflows.models.call import ErrorCode
 
 
@@ -415,26 +420,82 @@ async def test_the_record_is_saved_before_the_file_is_touched(tmp_path: Path) ->
     files.close()
 
 
-async def test_a_canceled_write_finishes_and_says_so(files: Files) -> None:
-    """Cancellation cannot stop a change halfway: it completes, then the call reports both."""
-    path = files.path("slow.txt")
+async def _canceled_while_waiting(
+    files: Files, path: str, method: Any, args: Any
+) -> tuple[ApplicationError, list[dict[str, object]]]:
+    """Run ``method`` while another change to ``path`` is in flight (it waits for it in its
+    thread), cancel it there, then let it go on: what it raises, and its heartbeats."""
     beats: list[dict[str, object]] = []
     env = ActivityEnvironment()
     env.on_heartbeat = lambda *details: beats.append(details[0])
-    # Another change to the same path is in flight: this one waits for it in its thread.
     with files.tools.space.locked(path):
-        task = asyncio.ensure_future(
-            env.run(files.tools.create_file, CreateFileArgs(path=path, content="done"), call())
-        )
+        task = asyncio.ensure_future(env.run(method, args, call()))
         while not beats:
             await asyncio.sleep(0.01)
         env.cancel()
         await asyncio.sleep(0.05)
-        assert not task.done()
-    error = await refused(task, ErrorCode.CANCELED)
-    assert "completed anyway" in error.message
-    output = error.details[0]["output"]
-    assert (output["state"], output["kind"]) == ("applied", "create")
-    assert files.entry("slow.txt").read_text() == "done"
-    assert files.state(output["change_id"]) == "applied"
-    assert beats[0] == {"tool": "create_file", "subject": path, "written": 0}
+        assert not task.done()  # it waits for its thread: a change never stops halfway
+    return await refused(task, ErrorCode.CANCELED), beats
+
+
+async def test_a_write_canceled_before_its_swap_changes_nothing(files: Files) -> None:
+    """The cancellation reaches the write while the new content is written aside: the temporary
+    file is removed, the record settles failed, and the tool says nothing changed."""
+    target = files.entry("kept.txt")
+    target.write_text("original")
+    for method, args in (
+        (files.tools.create_file, CreateFileArgs(path=files.path("slow.txt"), content="done")),
+        (files.tools.replace_file, ReplaceFileArgs(path=str(target), content="new")),
+    ):
+        error, beats = await _canceled_while_waiting(files, args.path, method, args)
+        assert error.message.endswith(
+            "canceled before the new content was in place; nothing was changed"
+        )
+        output = error.details[0]["output"]
+        assert (output["changed"], output["state"]) == (False, "failed")
+        assert files.state(output["change_id"]) == "failed"
+        assert beats[0]["written"] == 0
+    assert not files.entry("slow.txt").exists()
+    assert target.read_text() == "original"
+    assert files.leftovers() == []
+    assert files.store.unfinished() == []
+
+
+async def test_a_restore_canceled_after_it_started_completes_and_names_the_change(
+    files: Files,
+) -> None:
+    """A restore has no point to stop at before its rename: it completes, and the cancellation is
+    reported with the change it settled."""
+    path = files.path("made.txt")
+    made = await run(files.tools.create_file, CreateFileArgs(path=path, content="made"))
+    error, _ = await _canceled_while_waiting(
+        files, path, files.tools.restore_change, ChangeArgs(change_id=made.change_id)
+    )
+    assert error.message == (
+        f"restore_change: {made.change_id}: canceled after the change started; it completed "
+        f"anyway as change {made.change_id} (restored)"
+    )
+    assert error.details[0]["output"]["action"] == "remove"
+    assert not files.entry("made.txt").exists()
+    assert files.state(made.change_id) == "restored"
+
+
+def test_a_write_canceled_too_late_names_its_change_and_how_to_undo_it() -> None:
+    """The cancellation reached the write after its swap: the change is applied, and named."""
+    result = FileWriteResult(
+        change_id="chg_1",
+        path="/srv/a.txt",
+        kind=ChangeKind.CREATE,
+        state=ChangeState.APPLIED,
+        size=4,
+        sha256="0" * 64,
+        mode="0600",
+    )
+    error = completed_anyway("create_file", "/srv/a.txt", result)
+    assert isinstance(error, ApplicationError)
+    assert error.type == ErrorCode.CANCELED.value
+    assert error.message == (
+        "create_file: /srv/a.txt: canceled after the change started; it completed anyway as "
+        "change chg_1 (applied); restore_change with that change_id undoes it"
+    )
+    assert error.details[0]["output"]["change_id"] == "chg_1"
