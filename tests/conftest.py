@@ -13,6 +13,10 @@ from temporalio.testing import WorkflowEnvironment
 from toolcalls.worker.devserver import temporal_binary
 from toolcalls.workflows.models.call import SEARCH_ATTRIBUTES
 
+LISTING_NAMESPACE = "listing"
+"""A second namespace on the session's server, with our search attributes, for tests that page
+through every waiting call: only their own calls are there, not those other tests left waiting."""
+
 
 @pytest.fixture(scope="session")
 async def env() -> AsyncIterator[WorkflowEnvironment]:
@@ -21,6 +25,7 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
         search_attributes=SEARCH_ATTRIBUTES,
         data_converter=pydantic_data_converter,
         dev_server_log_level="error",
+        dev_server_extra_args=["--namespace", LISTING_NAMESPACE],
     )
     yield environment
     await environment.shutdown()
@@ -29,6 +34,14 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
 @pytest.fixture
 def client(env: WorkflowEnvironment) -> Client:
     return env.client
+
+
+@pytest.fixture
+async def listing_client(env: WorkflowEnvironment) -> Client:
+    """A client of ``LISTING_NAMESPACE``; a test that uses it ends the calls it started."""
+    config = env.client.config()
+    config["namespace"] = LISTING_NAMESPACE
+    return Client(**config)
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import difflib
 import os
+import shlex
 import sys
 import time
 from collections.abc import Awaitable
@@ -211,17 +212,24 @@ def _pending_text(page: PendingPage, args: argparse.Namespace) -> str:
         # The server gives a token for a page that turns out empty when the one before was
         # full: the listing ended there, which "no calls are waiting" would contradict.
         return f"no more calls; {page.total} waiting"
-    return pending_table(page.calls) + _page_note(page, args.limit)
+    return pending_table(page.calls) + _page_note(page, args)
 
 
-def _page_note(page: PendingPage, limit: int) -> str:
+def _page_note(page: PendingPage, args: argparse.Namespace) -> str:
     if page.next_page_token is None:
         return f"\n{page.total} waiting" if page.calls else ""
-    # The next page is as long as this one only if the command says so again.
-    size = f" --limit {limit}" if limit != DEFAULT_PAGE_SIZE else ""
+    # The next page is as long as this one, and asks the same server, only if the command says
+    # so again.
+    again = [
+        f" --{flag.replace('_', '-')} {shlex.quote(str(value))}"
+        for flag in ("config", "address", "namespace")
+        if (value := getattr(args, flag, None)) is not None
+    ]
+    if args.limit != DEFAULT_PAGE_SIZE:
+        again.append(f" --limit {args.limit}")
     return (
         f"\n{len(page.calls)} shown of {page.total} waiting; more: "
-        f"toolcalls pending{size} --page-token {page.next_page_token}"
+        f"toolcalls pending{''.join(again)} --page-token {page.next_page_token}"
     )
 
 

@@ -237,12 +237,13 @@ async def command(tmp_path: Path, address: str, *args: str, timeout: float = 60)
 
 
 async def pending_entry(
-    tmp_path: Path, address: str, workflow_id: str, timeout: float = 20
+    tmp_path: Path, address: str, workflow_id: str, timeout: float = 20, *more: str
 ) -> dict[str, Any]:
-    """Poll ``toolcalls pending --json`` (visibility is eventually consistent) for one call."""
+    """Poll ``toolcalls pending --json [MORE]`` (visibility is eventually consistent) for one
+    call."""
     deadline = time.monotonic() + timeout
     while True:
-        done = await command(tmp_path, address, "pending", "--json")
+        done = await command(tmp_path, address, "pending", "--json", *more)
         assert done.code == 0, done.stderr
         listed = json.loads(done.stdout)["calls"]
         found = [call for call in listed if call["workflow_id"] == workflow_id]

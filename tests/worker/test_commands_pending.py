@@ -1,5 +1,6 @@
 """``toolcalls pending`` page by page: ``--limit`` and ``--page-token`` as real subprocesses
-against the session's dev server and a real worker."""
+against the session's dev server and a real worker, in a namespace of their own (so that paging
+through every waiting call pages through these tests' calls only)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
+from tests.conftest import LISTING_NAMESPACE
 from tests.support.harness import make_config, pending_approval, running_worker, start_call
 from tests.worker.support import Done, command, pending_entry
 from toolcalls.workflows.reach.pending import PAGE_TOKEN_TAG
@@ -19,9 +21,13 @@ from toolcalls.workflows.reach.pending import PAGE_TOKEN_TAG
 REFUSED = "toolcalls: pending: --page-token: not a token a previous page gave, or cut short\n"
 
 
+NAMESPACE = ("--namespace", LISTING_NAMESPACE)
+
+
 async def test_the_printed_command_and_the_json_token_each_page_through_every_waiting_call(
-    tmp_path: Path, client: Client, address: str, task_queue: str
+    tmp_path: Path, listing_client: Client, address: str, task_queue: str
 ) -> None:
+    client = listing_client
     async with running_worker(client, make_config(task_queue)):
         handles = [
             await start_call(client, task_queue, "probe_write", {"token": f"page-{n}"})
@@ -29,13 +35,13 @@ async def test_the_printed_command_and_the_json_token_each_page_through_every_wa
         ]
         for handle in handles:
             await pending_approval(handle)
-            await pending_entry(tmp_path, address, handle.id)
+            await pending_entry(tmp_path, address, handle.id, 20, *NAMESPACE)
         mine = {handle.id for handle in handles}
 
         # --json: each page's next_page_token, passed back with --page-token.
         seen: list[str] = []
         totals: set[int] = set()
-        args = ["pending", "--limit", "1", "--json"]
+        args = ["pending", "--limit", "1", "--json", *NAMESPACE]
         while True:
             done = await command(tmp_path, address, *args)
             assert (done.code, done.stderr) == (0, ""), done
@@ -45,7 +51,8 @@ async def test_the_printed_command_and_the_json_token_each_page_through_every_wa
             totals.add(page["total"])
             if page["next_page_token"] is None:
                 break
-            args = ["pending", "--limit", "1", "--json", "--page-token", page["next_page_token"]]
+            token = page["next_page_token"]
+            args = ["pending", "--limit", "1", "--json", "--page-token", token, *NAMESPACE]
         assert mine <= set(seen)
         assert len(seen) == len(set(seen)) >= 3
         assert len(totals) == 1  # counted once, carried by the tokens
@@ -55,7 +62,7 @@ async def test_the_printed_command_and_the_json_token_each_page_through_every_wa
         # page, which says the listing is over rather than that nothing waits.
         rows: list[str] = []
         totals = set()
-        argv = ["pending", "--limit", "1"]
+        argv = ["pending", "--limit", "1", *NAMESPACE]
         while True:
             done = await command(tmp_path, address, *argv)
             assert done.code == 0, done.stderr
@@ -69,7 +76,16 @@ async def test_the_printed_command_and_the_json_token_each_page_through_every_wa
             assert shown is not None, last
             totals.add(int(shown.group(1)))
             printed = shlex.split(shown.group(2))
-            assert printed[:4] == ["toolcalls", "pending", "--limit", "1"]
+            # The same server and namespace, and the same page size, as the command given.
+            assert printed[:8] == [
+                "toolcalls",
+                "pending",
+                "--address",
+                address,
+                *NAMESPACE,
+                "--limit",
+                "1",
+            ]
             argv = printed[1:]
         assert not totals  # one total, carried from the first page to the last
         assert [row for row in rows if row in mine] == [call for call in seen if call in mine]
@@ -98,8 +114,9 @@ async def test_a_token_no_page_gave_is_a_usage_error_before_the_server_sees_it(
 
 
 async def test_a_cut_short_token_is_refused(
-    tmp_path: Path, client: Client, address: str, task_queue: str
+    tmp_path: Path, listing_client: Client, address: str, task_queue: str
 ) -> None:
+    client = listing_client
     async with running_worker(client, make_config(task_queue)):
         handles = [
             await start_call(client, task_queue, "probe_write", {"token": f"cut-{n}"})
@@ -107,16 +124,17 @@ async def test_a_cut_short_token_is_refused(
         ]
         for handle in handles:
             await pending_approval(handle)
-            await pending_entry(tmp_path, address, handle.id)
-        first = await command(tmp_path, address, "pending", "--limit", "1", "--json")
+            await pending_entry(tmp_path, address, handle.id, 20, *NAMESPACE)
+        first = await command(tmp_path, address, "pending", "--limit", "1", "--json", *NAMESPACE)
         token = json.loads(first.stdout)["next_page_token"]
         assert token is not None
         # Cut at a multiple of four, the copy is still valid base64.
         cut = token[: (len(token) - 8) // 4 * 4]
-        assert await command(tmp_path, address, "pending", "--page-token", cut) == Done(
-            2, "", REFUSED
+        refused = await command(tmp_path, address, "pending", "--page-token", cut, *NAMESPACE)
+        assert refused == Done(2, "", REFUSED)
+        whole = await command(
+            tmp_path, address, "pending", "--page-token", token, "--json", *NAMESPACE
         )
-        whole = await command(tmp_path, address, "pending", "--page-token", token, "--json")
         assert whole.code == 0, whole.stderr
         for handle in handles:
             await handle.terminate("test over")
