@@ -6,10 +6,11 @@ no special files, by the kernel), checks its size, and hands the open descriptor
 process over a Unix socket, where it becomes the parser's standard input, so nothing re-resolves
 the path. The parser (``extract``) is started ahead of the call (``warm``) and serves this one
 document only, in its own process group, under an address-space and CPU ceiling it sets once the
-job is known; the worker heartbeats while it waits, reads at most ``MAX_PARSER_OUTPUT_BYTES`` of
-its answer (more with a payload store), and kills the group when the call ends: on timeout,
-cancellation or worker shutdown too. A parser that hangs or explodes costs one killed process,
-never the worker's event loop or memory.
+job is known; the worker heartbeats while it waits (with the pages done the parser reports on
+the socket, ``pages``, which also go to the call's progress stream), reads at most
+``MAX_PARSER_OUTPUT_BYTES`` of its answer (more with a payload store), and kills the group when
+the call ends: on timeout, cancellation or worker shutdown too. A parser that hangs or explodes
+costs one killed process, never the worker's event loop or memory.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from toolcalls.activities.documents.models import (
     SearchDocumentResult,
     Section,
 )
+from toolcalls.activities.documents.pages import PageCount, reading_pages
 from toolcalls.activities.documents.settings import DocumentSettings
 from toolcalls.activities.documents.warm import WarmParsers
 from toolcalls.activities.errors import tool_error
@@ -48,7 +50,9 @@ from toolcalls.activities.files.reading import path_failure, refused
 from toolcalls.activities.heartbeat import Heartbeat
 from toolcalls.activities.limits import MAX_PAYLOAD_BYTES, output_bytes
 from toolcalls.activities.processes.runner import budget_left
+from toolcalls.activities.progress import ProgressPublisher, published
 from toolcalls.workflows.models.call import ErrorCode
+from toolcalls.workflows.models.progress import ProgressKind
 
 PARSER_SCRIPT = extract.__file__
 MAX_PARSER_OUTPUT_BYTES = 4 * 1024 * 1024
@@ -242,7 +246,11 @@ class DocumentTools:
             parser.hand_over(options, fd)
         process = parser.process
         try:
-            async with Heartbeat(path=path, format=fmt, pid=process.pid):
+            async with (
+                Heartbeat(path=path, format=fmt, pid=process.pid) as beat,
+                published(ProgressPublisher.for_activity()) as progress,
+                reading_pages(parser.channel, pages_done(beat, progress)),
+            ):
                 out, err, overflow = await asyncio.wait_for(
                     collect(process, self.max_parser_output), timeout
                 )
@@ -265,6 +273,18 @@ class DocumentTools:
         except ValueError:
             raise _died(tool, path, process.returncode, err, self.settings) from None
         return payload
+
+
+def pages_done(beat: Heartbeat, publisher: ProgressPublisher | None) -> PageCount:
+    """Where the parser's page counts go: the heartbeat and (as a ``pages`` count) the call's
+    progress stream."""
+
+    def update(done: int, total: int) -> None:
+        beat.update(pages=done, total_pages=total)
+        if publisher is not None:
+            publisher.add(ProgressKind.PAGES, done=done, total=total)
+
+    return update
 
 
 def _close_opened(opening: asyncio.Future[tuple[int, int]]) -> None:
