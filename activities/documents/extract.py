@@ -7,8 +7,9 @@ document (already opened through the roots, so nothing here resolves a path) att
 descriptor, which becomes its stdin (``wait_for_job``). It confines itself before touching the
 document (address space, CPU time, no file writes, no core dumps) and writes one JSON object:
 either ``{"format", "sections", "truncated"}`` or ``{"error", "message"}``, then exits: a process
-serves one document. The worker kills it when it runs out of time, and never trusts more of its
-output than a fixed number of bytes.
+serves one document. While it reads a PDF, it reports the pages done on the job's socket
+(``pages``), which the worker trusts no more than the answer. The worker kills it when it runs
+out of time, and never trusts more of its output than a fixed number of bytes.
 
 What it extracts and refuses is ``extraction``, the file beside it, loaded by its path: run as
 ``python -I``, this process has neither this directory nor the project on ``sys.path``.
