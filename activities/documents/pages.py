@@ -5,25 +5,24 @@ reads a PDF, sends one message ``{"done": N, "total": M}`` at most every ``REPOR
 seconds (``PageReporter``), never waiting for the worker: a message the socket has no room for
 is dropped. A document read within the first interval sends nothing.
 
-The worker (``tools``) reads these messages as the untrusted input they are (``read_pages``): a
-message is read into ``MAX_MESSAGE_BYTES + 1`` bytes and one longer than ``MAX_MESSAGE_BYTES`` is
-ignored, as is one that is not a JSON object of two whole numbers with
-``0 <= done <= total <= MAX_PAGES``, or whose ``done`` does not grow. It reads one message every
-``READ_INTERVAL`` seconds at most, so a parser that floods the socket costs the worker nothing
-more. A report reaches the heartbeat and the call's progress stream, never the result.
+The worker (``progress``, beside this file) reads these messages as the untrusted input they
+are: each into ``MAX_MESSAGE_BYTES + 1`` bytes, one every ``READ_INTERVAL`` seconds at most (a
+parser that floods the socket costs the worker nothing more), and takes only what ``page_count``
+accepts: a JSON object of two whole numbers, ``0 <= done <= total <= MAX_PAGES``, in at most
+``MAX_MESSAGE_BYTES``; and only a ``done`` that grows. A report reaches the heartbeat and the
+call's progress stream, never the result.
 
 Loaded by its path in the parser process, like ``extraction``: it imports nothing from the
-project.
+project, nor anything the parser would not otherwise load (``asyncio`` is the worker's).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import socket
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 REPORT_INTERVAL = 0.2
 """Seconds between two reports of the parser: 10,000 pages are never 10,000 messages."""
@@ -36,10 +35,6 @@ MAX_PAGES = 10_000_000
 
 PageCount = Callable[[int, int], None]
 """Told ``done`` and ``total`` pages as the parser reads."""
-
-
-def no_pages(done: int, total: int) -> None:
-    """Where page counts go when nobody listens."""
 
 
 class PageReporter:
@@ -78,36 +73,3 @@ def page_count(message: bytes) -> tuple[int, int] | None:
     if not 0 <= done <= total <= MAX_PAGES:
         return None
     return done, total
-
-
-async def read_pages(
-    channel: socket.socket, report: PageCount, *, pause: float = READ_INTERVAL
-) -> None:
-    """The worker's side: each well-formed, growing count on ``channel`` (a non-blocking socket)
-    to ``report``, until the parser's end of it closes. Run it as a task and cancel it when the
-    parse ends; it never raises for what the parser sends."""
-    loop = asyncio.get_running_loop()
-    last = -1
-    while True:
-        try:
-            message = await loop.sock_recv(channel, MAX_MESSAGE_BYTES + 1)
-        except OSError:
-            return
-        if not message:  # the parser closed its end (or sent an empty message: the same to us)
-            return
-        count = page_count(message)
-        if count is not None and count[0] > last:
-            last = count[0]
-            report(*count)
-        await asyncio.sleep(pause)
-
-
-@contextlib.asynccontextmanager
-async def reading_pages(channel: socket.socket, report: PageCount) -> AsyncIterator[None]:
-    """``read_pages`` in the background for the block."""
-    task = asyncio.ensure_future(read_pages(channel, report))
-    try:
-        yield
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)

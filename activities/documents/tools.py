@@ -7,7 +7,7 @@ process over a Unix socket, where it becomes the parser's standard input, so not
 the path. The parser (``extract``) is started ahead of the call (``warm``) and serves this one
 document only, in its own process group, under an address-space and CPU ceiling it sets once the
 job is known; the worker heartbeats while it waits (with the pages done the parser reports on
-the socket, ``pages``, which also go to the call's progress stream), reads at most
+the socket, ``pages``, which also go to the call's progress stream, ``progress``), reads at most
 ``MAX_PARSER_OUTPUT_BYTES`` of its answer (more with a payload store), and kills the group when
 the call ends: on timeout, cancellation or worker shutdown too. A parser that hangs or explodes
 costs one killed process, never the worker's event loop or memory.
@@ -40,7 +40,7 @@ from toolcalls.activities.documents.models import (
     SearchDocumentResult,
     Section,
 )
-from toolcalls.activities.documents.pages import PageCount, reading_pages
+from toolcalls.activities.documents.progress import pages_done, reading_pages
 from toolcalls.activities.documents.settings import DocumentSettings
 from toolcalls.activities.documents.warm import WarmParsers
 from toolcalls.activities.errors import tool_error
@@ -52,7 +52,6 @@ from toolcalls.activities.limits import MAX_PAYLOAD_BYTES, output_bytes
 from toolcalls.activities.processes.runner import budget_left
 from toolcalls.activities.progress import ProgressPublisher, published
 from toolcalls.workflows.models.call import ErrorCode
-from toolcalls.workflows.models.progress import ProgressKind
 
 PARSER_SCRIPT = extract.__file__
 MAX_PARSER_OUTPUT_BYTES = 4 * 1024 * 1024
@@ -273,18 +272,6 @@ class DocumentTools:
         except ValueError:
             raise _died(tool, path, process.returncode, err, self.settings) from None
         return payload
-
-
-def pages_done(beat: Heartbeat, publisher: ProgressPublisher | None) -> PageCount:
-    """Where the parser's page counts go: the heartbeat and (as a ``pages`` count) the call's
-    progress stream."""
-
-    def update(done: int, total: int) -> None:
-        beat.update(pages=done, total_pages=total)
-        if publisher is not None:
-            publisher.add(ProgressKind.PAGES, done=done, total=total)
-
-    return update
 
 
 def _close_opened(opening: asyncio.Future[tuple[int, int]]) -> None:

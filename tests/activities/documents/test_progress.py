@@ -24,7 +24,7 @@ from tests.support.documents import document_tools, hostile, pdf_pages, text_con
 from tests.support.harness import make_config, running_worker, start_call
 from tests.support.hostile_parser import LIES, TRUE_COUNT
 from tests.support.tools import ALL_FAMILIES, ProbeTools
-from toolcalls.activities.documents import pages
+from toolcalls.activities.documents import pages, progress
 from toolcalls.activities.documents.tools import DocumentTools
 from toolcalls.worker.config import Config
 from toolcalls.worker.run import build_worker
@@ -141,7 +141,7 @@ def test_only_well_formed_growing_counts_get_through() -> None:
 async def test_the_worker_reads_counts_until_the_parser_closes_its_end() -> None:
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     ours.setblocking(False)
-    reported: list[tuple[int, int]] = []
+    reported: list[tuple[int, ...]] = []
     with ours, theirs:
         for message in [
             *LIES,
@@ -150,7 +150,9 @@ async def test_the_worker_reads_counts_until_the_parser_closes_its_end() -> None
         ]:
             theirs.send(message)
         theirs.shutdown(socket.SHUT_WR)
-        reader = pages.read_pages(ours, lambda done, total: reported.append((done, total)), pause=0)
+        reader = progress.read_pages(
+            ours, lambda done, total: reported.append((done, total)), pause=0
+        )
         await asyncio.wait_for(reader, 10)
     assert reported == [(2, 3), (3, 3)]
 
