@@ -4,8 +4,8 @@ A real 300-page PDF (each page inked with a few hundred strokes, so that reading
 seconds) is read through a real ``ToolCallWorkflow``: a reader following the call sees growing
 ``pages`` counts with the page total, then the unchanged result. A short document publishes
 nothing. A parser that sends garbage, oversized and lying counts on its socket neither fails the
-call nor gets a lie into its stream. The two ends of the socket (``pages``) are tested on a real
-socket pair.
+call nor gets a lie into its stream. The heartbeat carries the counts too. The two ends of the
+socket (``pages``, ``progress``) are tested on a real socket pair.
 """
 
 from __future__ import annotations
@@ -20,7 +20,15 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from tests.support.documents import document_tools, hostile, pdf_pages, text_content, text_pdf
+from tests.support.documents import (
+    activity_env,
+    document_tools,
+    hostile,
+    pdf_pages,
+    read,
+    text_content,
+    text_pdf,
+)
 from tests.support.harness import make_config, running_worker, start_call
 from tests.support.hostile_parser import LIES, TRUE_COUNT
 from tests.support.tools import ALL_FAMILIES, ProbeTools
@@ -116,6 +124,23 @@ async def test_a_lying_parser_neither_fails_the_call_nor_gets_a_lie_in(
     assert [(i.kind, i.done, i.total) for i in counts(events)] == [
         (ProgressKind.PAGES, TRUE_COUNT["done"], TRUE_COUNT["total"])
     ]
+
+
+async def test_the_heartbeat_carries_the_pages_read(root: Path) -> None:
+    (root / "long.pdf").write_bytes(long_pdf())
+    env = activity_env(heartbeat=0.3)
+    beats: list[dict[str, Any]] = []
+    env.on_heartbeat = lambda *details: beats.append(details[0])
+    async with document_tools(root, max_sections=1_000, max_output_chars=100_000) as tools:
+        result = await read(tools, root / "long.pdf", env)
+    assert len(result.sections) == PAGES
+    counted = [(beat["pages"], beat["total_pages"]) for beat in beats if "pages" in beat]
+    assert counted
+    assert {total for _, total in counted} == {PAGES}
+    done = [count for count, _ in counted]
+    assert done == sorted(done)
+    assert len(set(done)) >= 2
+    assert all(0 < count <= PAGES for count in done)
 
 
 def test_only_well_formed_growing_counts_get_through() -> None:
