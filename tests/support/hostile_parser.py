@@ -6,7 +6,7 @@ parser stuck in a loop), ``allocate`` asks for more memory than its ceiling, ``s
 ``flood`` writes output without end, ``hang-on-pdf`` hangs on a PDF and extracts anything else
 for real, ``no-pypdf`` runs the real extraction as if the ``documents`` extra were missing,
 ``lie-pages`` sends ``LIES`` (garbage, oversized and lying page counts, with one true count among
-them) on the job's socket over a second and a half, then extracts for real.
+them) on the job's socket, waits two seconds, then extracts for real.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def main() -> None:
             channel.send(lie)
             time.sleep(0.05)
         channel.detach()  # the extraction below reports on the same descriptor
-        time.sleep(1.0)
+        time.sleep(2.0)
         with os.fdopen(0, "rb", closefd=False) as stream:
             sys.stdout.write(json.dumps(extract.run(args, stream)))
     elif mode == "hang-on-pdf" and args.format != "pdf":
