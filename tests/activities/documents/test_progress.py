@@ -2,10 +2,11 @@
 
 A real 300-page PDF (each page inked with a few hundred strokes, so that reading it takes
 seconds) is read through a real ``ToolCallWorkflow``: a reader following the call sees growing
-``pages`` counts with the page total, then the unchanged result. A short document publishes
-nothing. A parser that sends garbage, oversized and lying counts on its socket neither fails the
-call nor gets a lie into its stream. The heartbeat carries the counts too. The two ends of the
-socket (``pages``, ``progress``) are tested on a real socket pair.
+``pages`` counts with the page total, then the unchanged result (``search_document`` on it
+counts its pages too). A short document publishes nothing. A parser that sends garbage,
+oversized and lying counts on its socket neither fails the call nor gets a lie into its stream.
+The heartbeat carries the counts too. The two ends of the socket (``pages``, ``progress``) are
+tested on a real socket pair.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def long_pdf(count: int = PAGES) -> bytes:
 def config(task_queue: str, root: Path) -> Config:
     documents: dict[str, Any] = {"roots": [str(root)], "max_sections": 1_000}
     documents["max_output_chars"] = 100_000
-    return make_config(task_queue, tools=["read_document"], documents=documents)
+    return make_config(task_queue, tools=["read_document", "search_document"], documents=documents)
 
 
 def counts(events: list[FollowEvent]) -> list[ProgressItem]:
@@ -73,6 +74,13 @@ async def test_a_long_pdf_shows_its_pages_as_they_are_read(
         events = await asyncio.wait_for(_follow(client, handle.id), 120)
         short = await start_call(client, task_queue, "read_document", {"path": f"{root}/short.pdf"})
         quick = await short.result()
+        search = await start_call(
+            client,
+            task_queue,
+            "search_document",
+            {"path": f"{root}/long.pdf", "query": "PAGE 299 THE", "max_results": 100},
+        )
+        searched = await asyncio.wait_for(_follow(client, search.id), 120)
 
     result = events[-1]
     assert isinstance(result, ToolCallResult)
@@ -97,6 +105,12 @@ async def test_a_long_pdf_shows_its_pages_as_they_are_read(
     assert quick.output is not None
     assert [s["text"] for s in quick.output["sections"]] == ["one", "two"]
     assert await _signals(short) == 0  # read before the first tick: nothing published
+
+    found = searched[-1]
+    assert isinstance(found, ToolCallResult)
+    assert found.output is not None
+    assert {m["location"] for m in found.output["matches"]} == {"page 299"}
+    assert {(i.kind, i.total) for i in counts(searched)} == {(ProgressKind.PAGES, PAGES)}
 
 
 async def test_a_lying_parser_neither_fails_the_call_nor_gets_a_lie_in(
