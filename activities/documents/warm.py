@@ -43,7 +43,7 @@ class Parser:
         """Send the job: ``options`` and the open ``document``; ``False`` if the process can no
         longer take it (it died while it waited), and the socket is closed. Once the job is
         sent, the socket stays open, non-blocking, for the pages the parser reports
-        (``pages.read_pages``), until the process is killed."""
+        (``progress.read_pages``), until the process is killed."""
         message = json.dumps(list(options)).encode()
         try:
             socket.send_fds(self.channel, [message], [document], socket.MSG_NOSIGNAL)
