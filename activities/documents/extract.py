@@ -7,8 +7,9 @@ document (already opened through the roots, so nothing here resolves a path) att
 descriptor, which becomes its stdin (``wait_for_job``). It confines itself before touching the
 document (address space, CPU time, no file writes, no core dumps) and writes one JSON object:
 either ``{"format", "sections", "truncated"}`` or ``{"error", "message"}``, then exits: a process
-serves one document. The worker kills it when it runs out of time, and never trusts more of its
-output than a fixed number of bytes.
+serves one document. While it reads a PDF, it reports the pages done on the job's socket
+(``pages``), which the worker trusts no more than the answer. The worker kills it when it runs
+out of time, and never trusts more of its output than a fixed number of bytes.
 
 What it extracts and refuses is ``extraction``, the file beside it, loaded by its path: run as
 ``python -I``, this process has neither this directory nor the project on ``sys.path``.
@@ -56,9 +57,10 @@ def _sibling(name: str) -> ModuleType:
 
 
 if TYPE_CHECKING or __package__:  # imported by the worker (its tools, its tests)
-    from toolcalls.activities.documents import extraction
+    from toolcalls.activities.documents import extraction, pages
 else:  # the parser process
     extraction = _sibling("extraction")
+    pages = _sibling("pages")
 
 
 def confine(memory_bytes: int, cpu_seconds: int, parent: int) -> None:
@@ -87,7 +89,8 @@ def wait_for_job() -> argparse.Namespace:
     Stdin is a ``SOCK_SEQPACKET`` socket; the job is one message on it: the options that follow
     this process's own (``--parent``), as a JSON list, with the document's descriptor attached
     (``SCM_RIGHTS``). A worker that closes the socket instead ends the process. The CPU ceiling
-    counts from here: what the start and the imports used is added to ``--cpu-seconds``.
+    counts from here: what the start and the imports used is added to ``--cpu-seconds``. The
+    socket stays open, as ``args.progress`` (a descriptor), for the pages done (``pages``).
     """
     start = argparse.ArgumentParser(add_help=False)
     start.add_argument("--parent", type=int, required=True)
@@ -111,6 +114,7 @@ def wait_for_job() -> argparse.Namespace:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     spent = math.ceil(usage.ru_utime + usage.ru_stime)
     confine(args.memory_bytes, args.cpu_seconds + spent, args.parent)
+    args.progress = os.dup(0)
     os.dup2(fds[0], 0)
     os.close(fds[0])
     return args
@@ -123,11 +127,13 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
         parser.add_argument(f"--{name}", type=int, required=True)
     parser.add_argument("--cpu-seconds", type=int, required=True)
     parser.add_argument("--parent", type=int, required=True)
-    return parser.parse_args(argv)
+    return parser.parse_args(argv, argparse.Namespace(progress=None))
 
 
 def run(args: argparse.Namespace, stream: IO[bytes]) -> dict[str, Any]:
-    """The extraction, or the error record, of ``stream``; never raises for a bad document."""
+    """The extraction, or the error record, of ``stream``; never raises for a bad document.
+    Pages done are reported on ``args.progress``, the job's socket, when there is one."""
+    channel = None if args.progress is None else socket.socket(fileno=args.progress)
     try:
         return extraction.extract(
             stream,
@@ -135,6 +141,7 @@ def run(args: argparse.Namespace, stream: IO[bytes]) -> dict[str, Any]:
             max_chars=args.max_chars,
             max_sections=args.max_sections,
             max_archive_bytes=args.max_archive_bytes,
+            on_page=pages.PageReporter(channel),
         )
     except extraction.Refused as exc:
         return {"error": exc.code, "message": exc.message}

@@ -20,7 +20,7 @@ import itertools
 import struct
 import zipfile
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable
 from typing import IO, Any
 
 FORMATS = {
@@ -165,9 +165,15 @@ class Rows:
 
 
 def extract(
-    stream: IO[bytes], fmt: str, *, max_chars: int, max_sections: int, max_archive_bytes: int
+    stream: IO[bytes],
+    fmt: str,
+    *,
+    max_chars: int,
+    max_sections: int,
+    max_archive_bytes: int,
+    on_page: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """The bounded extraction of ``stream`` read as ``fmt``."""
+    """The bounded extraction of ``stream`` as ``fmt``; ``on_page(done, total)`` per PDF page."""
     out = Extraction(max_chars, max_sections)
     head = stream.read(PDF_MAGIC_WINDOW)
     stream.seek(0)
@@ -180,7 +186,7 @@ def extract(
     if fmt == "pdf":
         if b"%PDF-" not in head:
             raise Refused("refused", "is not a PDF file (no %PDF- header)")
-        _pdf(stream, out)
+        _pdf(stream, out, on_page or (lambda done, total: None))
     elif fmt in ("docx", "xlsx"):
         if not head.startswith(ZIP_MAGIC):
             raise Refused("refused", f"is not a {fmt.upper()} file (not a zip archive)")
@@ -332,7 +338,7 @@ def _table(text: str, delimiter: str, out: Extraction) -> None:
         raise Refused("refused", f"is not valid CSV ({exc})") from None
 
 
-def _pdf(stream: IO[bytes], out: Extraction) -> None:
+def _pdf(stream: IO[bytes], out: Extraction, on_page: Callable[[int, int], None]) -> None:
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
 
@@ -340,9 +346,11 @@ def _pdf(stream: IO[bytes], out: Extraction) -> None:
         reader = PdfReader(stream)
         if reader.is_encrypted:
             raise Refused("encrypted", "is an encrypted PDF; encrypted documents are not supported")
+        total = len(reader.pages)
         for number, page in enumerate(reader.pages, 1):
             if not out.text(f"page {number}", page.extract_text() or ""):
                 return
+            on_page(number, total)
     except PyPdfError as exc:
         raise Refused("failed", f"cannot be parsed as PDF ({type(exc).__name__}: {exc})") from None
 
@@ -377,14 +385,10 @@ def _xlsx(stream: IO[bytes], out: Extraction) -> None:
             sheet.reset_dimensions()
             rows = Rows(out, f"sheet {sheet.title[:MAX_SHEET_TITLE_CHARS]}")
             for number, values in enumerate(sheet.iter_rows(values_only=True), 1):
-                if not rows.add(number, _cells(values)):
+                if not rows.add(number, [_cell(value) for value in values]):
                     return
     finally:
         workbook.close()
-
-
-def _cells(values: Iterable[Any]) -> list[str]:
-    return [_cell(value) for value in values]
 
 
 def _cell(value: Any) -> str:

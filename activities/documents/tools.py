@@ -6,10 +6,11 @@ no special files, by the kernel), checks its size, and hands the open descriptor
 process over a Unix socket, where it becomes the parser's standard input, so nothing re-resolves
 the path. The parser (``extract``) is started ahead of the call (``warm``) and serves this one
 document only, in its own process group, under an address-space and CPU ceiling it sets once the
-job is known; the worker heartbeats while it waits, reads at most ``MAX_PARSER_OUTPUT_BYTES`` of
-its answer (more with a payload store), and kills the group when the call ends: on timeout,
-cancellation or worker shutdown too. A parser that hangs or explodes costs one killed process,
-never the worker's event loop or memory.
+job is known; the worker heartbeats while it waits (with the pages done the parser reports on
+the socket, ``pages``, which also go to the call's progress stream, ``progress``), reads at most
+``MAX_PARSER_OUTPUT_BYTES`` of its answer (more with a payload store), and kills the group when
+the call ends: on timeout, cancellation or worker shutdown too. A parser that hangs or explodes
+costs one killed process, never the worker's event loop or memory.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from toolcalls.activities.documents.models import (
     SearchDocumentResult,
     Section,
 )
+from toolcalls.activities.documents.progress import pages_done, reading_pages
 from toolcalls.activities.documents.settings import DocumentSettings
 from toolcalls.activities.documents.warm import WarmParsers
 from toolcalls.activities.errors import tool_error
@@ -48,6 +50,7 @@ from toolcalls.activities.files.reading import path_failure, refused
 from toolcalls.activities.heartbeat import Heartbeat
 from toolcalls.activities.limits import MAX_PAYLOAD_BYTES, output_bytes
 from toolcalls.activities.processes.runner import budget_left
+from toolcalls.activities.progress import ProgressPublisher, published
 from toolcalls.workflows.models.call import ErrorCode
 
 PARSER_SCRIPT = extract.__file__
@@ -242,7 +245,11 @@ class DocumentTools:
             parser.hand_over(options, fd)
         process = parser.process
         try:
-            async with Heartbeat(path=path, format=fmt, pid=process.pid):
+            async with (
+                Heartbeat(path=path, format=fmt, pid=process.pid) as beat,
+                published(ProgressPublisher.for_activity()) as progress,
+                reading_pages(parser.channel, pages_done(beat, progress)),
+            ):
                 out, err, overflow = await asyncio.wait_for(
                     collect(process, self.max_parser_output), timeout
                 )

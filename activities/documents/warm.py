@@ -41,14 +41,16 @@ class Parser:
 
     def hand_over(self, options: Sequence[str], document: int) -> bool:
         """Send the job: ``options`` and the open ``document``; ``False`` if the process can no
-        longer take it (it died while it waited). The socket is closed either way."""
+        longer take it (it died while it waited), and the socket is closed. Once the job is
+        sent, the socket stays open, non-blocking, for the pages the parser reports
+        (``progress.read_pages``), until the process is killed."""
         message = json.dumps(list(options)).encode()
         try:
             socket.send_fds(self.channel, [message], [document], socket.MSG_NOSIGNAL)
         except OSError:
-            return False
-        finally:
             self.channel.close()
+            return False
+        self.channel.setblocking(False)
         return True
 
     async def kill(self) -> None:

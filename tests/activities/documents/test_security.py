@@ -352,6 +352,7 @@ def test_the_parser_process_imports_nothing_from_the_project() -> None:
     imported = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in log.decode().splitlines()}
     assert {"csv", "zipfile"} <= imported  # what the extraction beside it imports: it was loaded
     assert not imported & {"activities", "worker", "workflows", "temporalio", "pydantic"}
+    assert "asyncio" not in imported  # the worker's side of the page reports is not loaded
 
 
 async def test_a_sheet_title_cannot_inflate_locations(root: Path) -> None:
