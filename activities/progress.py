@@ -264,3 +264,29 @@ def received(beat: Heartbeat, publisher: ProgressPublisher | None) -> Callable[[
             publisher.add(ProgressKind.BYTES, done=done)
 
     return update
+
+
+def scanned(
+    beat: Heartbeat, publisher: ProgressPublisher | None
+) -> Callable[[int, int | None], None]:
+    """An ``on_progress`` for an email listing: the messages scanned so far (and how many it
+    will scan, when known), in the heartbeat and (as a ``messages`` count) in the call's stream."""
+
+    def update(done: int, total: int | None) -> None:
+        beat.update(messages=done)
+        if publisher is not None:
+            publisher.add(ProgressKind.MESSAGES, done=done, total=total)
+
+    return update
+
+
+def from_thread(update: Callable[[int, int | None], None]) -> Callable[[int, int | None], None]:
+    """``update`` for a worker thread to call: it runs on the current event loop (where the
+    heartbeat and the publisher live), in the order the thread called it."""
+    loop = asyncio.get_running_loop()
+
+    def report(done: int, total: int | None) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody listens any more
+            loop.call_soon_threadsafe(update, done, total)
+
+    return report

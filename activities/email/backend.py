@@ -36,6 +36,9 @@ from typing import Any, Protocol, runtime_checkable
 from toolcalls.activities.network.failures import NetworkError
 from toolcalls.activities.network.service import ServiceError
 
+ListProgress = Callable[[int, int | None], None]
+"""``(done, total)``: messages a listing has scanned so far, and how many it will (or ``None``)."""
+
 
 @runtime_checkable
 class EmailBackend(Protocol):
@@ -49,6 +52,11 @@ class EmailBackend(Protocol):
     ``"drafts"``) returns a dict describing the message with that Message-ID, or ``None``: it is
     how ``toolcalls reconcile`` settles an uncertain write; an optional ``folder_name(folder)``
     says what it searched.
+
+    ``list_messages`` may also take an ``on_progress: ListProgress | None = None`` keyword: the
+    tools pass it only to a method that has it (so a backend without it satisfies this protocol
+    and lists as before), and the backend calls it on the event loop with the messages scanned so
+    far and how many it will scan, when it knows (the built-in backends do).
     """
 
     async def list_messages(
@@ -158,13 +166,16 @@ def write_point() -> None:
 
 def accepts_message_id(method: Callable[..., Any]) -> bool:
     """Whether a backend's write method takes the ``message_id`` keyword."""
+    return accepts_keyword(method, "message_id")
+
+
+def accepts_keyword(method: Callable[..., Any], name: str) -> bool:
+    """Whether a backend's method takes the keyword ``name`` (or any keyword)."""
     try:
         parameters = inspect.signature(method).parameters.values()
     except (TypeError, ValueError):
         return False
-    return any(
-        p.name == "message_id" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters
-    )
+    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 
 def load_factory(path: str) -> Callable[..., Any]:

@@ -23,6 +23,7 @@ from urllib.parse import quote, urlencode
 from toolcalls.activities.connections import Connections
 from toolcalls.activities.email import mime
 from toolcalls.activities.email.backend import (
+    ListProgress,
     MailBackendError,
     MailConfiguration,
     MailRejected,
@@ -74,8 +75,15 @@ class Gmail:
         self._base = f"{API}/{quote(settings.user_id, safe='@')}"
 
     async def list_messages(
-        self, *, query: str, max_results: int, page_token: str | None
+        self,
+        *,
+        query: str,
+        max_results: int,
+        page_token: str | None,
+        on_progress: ListProgress | None = None,
     ) -> dict[str, Any]:
+        """A page of ids, then each one's headers (``format=metadata``); ``on_progress`` hears
+        of each message whose headers arrived, of the page's count."""
         params = {"maxResults": str(max_results)}
         if query:
             params["q"] = query
@@ -87,10 +95,18 @@ class Gmail:
         page = json_object(self._client, response)
         ids = [_message_id(entry) for entry in objects(page.get("messages"))][:max_results]
         limit = asyncio.Semaphore(LIST_CONCURRENCY)
+        done = 0
+        if on_progress is not None:
+            on_progress(done, len(ids))
 
         async def headers(message_id: str) -> dict[str, Any]:
+            nonlocal done
             async with limit:
-                return await self._metadata(message_id)
+                found = await self._metadata(message_id)
+            done += 1
+            if on_progress is not None:
+                on_progress(done, len(ids))
+            return found
 
         items = await asyncio.gather(*(headers(message_id) for message_id in ids))
         token = page.get("nextPageToken")

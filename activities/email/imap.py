@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from toolcalls.activities.email import mime
 from toolcalls.activities.email.backend import (
+    ListProgress,
     MailBackendError,
     MailConfiguration,
     MailNotFound,
@@ -46,6 +47,7 @@ from toolcalls.activities.email.mail_ids import Folder, account_tag
 from toolcalls.activities.email.secrets import read_secret
 from toolcalls.activities.email.settings import EmailSettings
 from toolcalls.activities.email.smtp import submit
+from toolcalls.activities.progress import from_thread
 
 T = TypeVar("T")
 
@@ -102,11 +104,21 @@ class IMAPEmail:
         self._environ = environ
 
     async def list_messages(
-        self, *, query: str, max_results: int, page_token: str | None
+        self,
+        *,
+        query: str,
+        max_results: int,
+        page_token: str | None,
+        on_progress: ListProgress | None = None,
     ) -> dict[str, Any]:
+        """A page of the folder, newest first; ``on_progress`` hears of each batch of headers
+        fetched (``HEADER_BATCH`` messages), on the event loop."""
         if not query.isascii():
             raise MailRejected("query: imap search takes ASCII text only", "query")
-        return await self._run(lambda session: self._list(session, query, max_results, page_token))
+        report = from_thread(on_progress) if on_progress is not None else None
+        return await self._run(
+            lambda session: self._list(session, query, max_results, page_token, report)
+        )
 
     async def get_message(self, *, message_id: str) -> dict[str, Any]:
         return await self._run(lambda session: self._get(session, message_id))
@@ -271,7 +283,12 @@ class IMAPEmail:
         return Folder(account=tag, name=s.mailbox, uidvalidity=uidvalidity)
 
     def _list(
-        self, session: _Session, query: str, max_results: int, page_token: str | None
+        self,
+        session: _Session,
+        query: str,
+        max_results: int,
+        page_token: str | None,
+        report: ListProgress | None,
     ) -> dict[str, Any]:
         with self._connection(session) as conn, self._exchange():
             folder = self._examine(conn)
@@ -286,7 +303,7 @@ class IMAPEmail:
             ok(status, "the imap search failed")
             uids = sorted({int(n) for n in (data[0] or b"").split()}, reverse=True)
             page = uids[:max_results]
-            headers = fetch_headers(conn, page)
+            headers = fetch_headers(conn, page, report)
             items = [
                 {"id": folder.message_id(uid), **headers.get(uid, _no_headers())} for uid in page
             ]

@@ -4,28 +4,38 @@ from __future__ import annotations
 
 import imaplib
 import re
+from collections.abc import Callable
 from typing import Any
 
 from toolcalls.activities.email import mime
 from toolcalls.activities.email.backend import MailBackendError, MailConfiguration, MailRejected
 
 _UID = re.compile(rb"UID (\d+)")
+HEADER_BATCH = 25
+"""Messages whose headers one FETCH asks for: a listing reports its progress after each."""
 
 
-def fetch_headers(conn: imaplib.IMAP4_SSL, uids: list[int]) -> dict[int, dict[str, str | None]]:
-    """The selected headers of ``uids`` in the selected folder, by UID."""
-    if not uids:
-        return {}
+def fetch_headers(
+    conn: imaplib.IMAP4_SSL,
+    uids: list[int],
+    on_batch: Callable[[int, int], None] | None = None,
+) -> dict[int, dict[str, str | None]]:
+    """The selected headers of ``uids`` in the selected folder, by UID, fetched
+    ``HEADER_BATCH`` messages at a time; ``on_batch(done, total)`` after each batch."""
     wanted = f"(UID BODY.PEEK[HEADER.FIELDS ({mime.HEADER_FIELDS})]<0.{mime.LIST_HEADER_BLOCK}>)"
-    status, data = conn.uid("FETCH", ",".join(map(str, uids)), wanted)
-    ok(status, "the imap fetch failed")
     found: dict[int, dict[str, str | None]] = {}
-    for index, entry in enumerate(data):
-        if not isinstance(entry, tuple):
-            continue
-        uid = _uid_near(data, index)
-        if uid is not None:
-            found[uid] = mime.parse_header_block(entry[1])
+    for start in range(0, len(uids), HEADER_BATCH):
+        batch = uids[start : start + HEADER_BATCH]
+        status, data = conn.uid("FETCH", ",".join(map(str, batch)), wanted)
+        ok(status, "the imap fetch failed")
+        for index, entry in enumerate(data):
+            if not isinstance(entry, tuple):
+                continue
+            uid = _uid_near(data, index)
+            if uid is not None:
+                found[uid] = mime.parse_header_block(entry[1])
+        if on_batch is not None:
+            on_batch(start + len(batch), len(uids))
     return found
 
 

@@ -20,7 +20,12 @@ import httpx
 
 from toolcalls.activities.connections import Connections
 from toolcalls.activities.email import mime
-from toolcalls.activities.email.backend import MailRejected, MailServiceFailure, write_point
+from toolcalls.activities.email.backend import (
+    ListProgress,
+    MailRejected,
+    MailServiceFailure,
+    write_point,
+)
 from toolcalls.activities.email.compose import check_as_previewed, check_size, previewed_fields
 from toolcalls.activities.email.service_api import (
     field,
@@ -82,8 +87,15 @@ class OutlookEmail:
         self._base = f"{API}/me" if user == "me" else f"{API}/users/{quote(user, safe='@')}"
 
     async def list_messages(
-        self, *, query: str, max_results: int, page_token: str | None
+        self,
+        *,
+        query: str,
+        max_results: int,
+        page_token: str | None,
+        on_progress: ListProgress | None = None,
     ) -> dict[str, Any]:
+        """One page of Graph's messages (their headers come with it); ``on_progress`` hears of
+        the page once it is read."""
         first = self._first_page(query, max_results)
         if page_token is None:
             url = first
@@ -105,6 +117,8 @@ class OutlookEmail:
             for message in objects(page.get("value"))
             if isinstance(message.get("id"), str)
         ][:max_results]
+        if on_progress is not None:
+            on_progress(len(items), len(items))
         link = page.get("@odata.nextLink")
         if isinstance(link, str):
             try:

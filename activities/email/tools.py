@@ -34,6 +34,7 @@ from toolcalls.activities.email.backend import (
     MailTooLarge,
     MailUnavailable,
     MailUncertain,
+    accepts_keyword,
     accepts_message_id,
     tracking_write,
 )
@@ -54,6 +55,7 @@ from toolcalls.activities.email.settings import EmailSettings
 from toolcalls.activities.errors import tool_error
 from toolcalls.activities.heartbeat import Heartbeat
 from toolcalls.activities.network.service import service_failure
+from toolcalls.activities.progress import ProgressPublisher, published, scanned
 from toolcalls.workflows.models.approval import Prepared, PreviewArtifact
 from toolcalls.workflows.models.call import ErrorCode
 from toolcalls.workflows.models.reconcile import Lookup, LookupInput
@@ -82,12 +84,23 @@ class EmailTools:
         self, args: ListEmailMessagesArgs, call: CallContext
     ) -> ListEmailMessagesResult:
         """One page of messages, newest first, with their ids and selected headers."""
-        raw = await self._read(
-            "list_email_messages",
-            lambda: self._backend.list_messages(
-                query=args.query, max_results=args.max_results, page_token=args.page_token
-            ),
-        )
+        method = self._backend.list_messages
+        reports = accepts_keyword(method, "on_progress")
+
+        def listing(beat: Heartbeat, publisher: ProgressPublisher | None) -> Awaitable[Any]:
+            kwargs: dict[str, Any] = {}
+            if reports:
+                kwargs["on_progress"] = scanned(beat, publisher)
+            return method(
+                query=args.query,
+                max_results=args.max_results,
+                page_token=args.page_token,
+                **kwargs,
+            )
+
+        # Only a backend that reports what it scanned has anything to publish.
+        async with published(ProgressPublisher.for_activity() if reports else None) as publisher:
+            raw = await self._read("list_email_messages", lambda beat: listing(beat, publisher))
         result = _validated("list_email_messages", ListEmailMessagesResult, raw)
         items = result.items[: args.max_results]
         if any(not isinstance(item.get("id"), str) or not item["id"] for item in items):
@@ -100,7 +113,7 @@ class EmailTools:
     async def read_email(self, args: ReadEmailArgs, call: CallContext) -> ReadEmailResult:
         """One message's selected headers and plain text; never marks it read."""
         raw = await self._read(
-            "read_email", lambda: self._backend.get_message(message_id=args.message_id)
+            "read_email", lambda _beat: self._backend.get_message(message_id=args.message_id)
         )
         result = _validated("read_email", ReadEmailResult, raw)
         headers = {key: result.headers.get(key) for key in SELECTED_HEADERS}
@@ -172,7 +185,7 @@ class EmailTools:
         describe = getattr(self._backend, "folder_name", None)
         where = describe(folder) if callable(describe) else f"the {folder} folder"
         checked = f"searched {where} ({self._label}) for Message-ID {message_id}"
-        found = await self._read(tool, lambda: find(message_id=message_id, folder=folder))
+        found = await self._read(tool, lambda _beat: find(message_id=message_id, folder=folder))
         if found is None:
             return Lookup(found=False, checked=f"{checked}: not there")
         if not isinstance(found, dict):
@@ -230,11 +243,11 @@ class EmailTools:
     def _precondition(self, message_id: str) -> dict[str, Any]:
         return {"backend": self._label, "from": self._sender, "message_id": message_id}
 
-    async def _read(self, tool: str, operation: Callable[[], Awaitable[dict[str, Any]]]) -> Any:
-        async with Heartbeat(tool=tool):
+    async def _read(self, tool: str, operation: Callable[[Heartbeat], Awaitable[Any]]) -> Any:
+        async with Heartbeat(tool=tool) as beat:
             with self._failures(tool, write=False, message_id=None, started=lambda: False):
                 async with asyncio.timeout(self._settings.timeout_seconds):
-                    return await operation()
+                    return await operation(beat)
 
     async def _write(
         self,

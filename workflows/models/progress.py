@@ -38,6 +38,9 @@ class ProgressKind(StrEnum):
     """Bytes received so far (``done``; ``total`` when the size is announced)."""
     PAGES = "pages"
     """Pages of a document read so far (``done`` of ``total``)."""
+    MESSAGES = "messages"
+    """Messages an email listing has scanned so far (``done``; ``total`` when the backend knows
+    how many it will scan: the messages of the page it fetches headers for)."""
     NOTE = "note"
     """A short message from the tool (``text``): output cut at its cap, say."""
 

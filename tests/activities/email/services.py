@@ -55,9 +55,18 @@ class Routes:
 
 
 def backend_tools(kind: str, routes: Routes, **changes: Any) -> EmailTools:
+    settings = service_settings(kind, **changes)
+    return EmailTools(settings, backend_for(kind, routes, **changes))
+
+
+def service_settings(kind: str, **changes: Any) -> EmailSettings:
     values: dict[str, Any] = {"backend": kind, "token_env": TOKEN_ENV, "timeout_seconds": 10}
     values.update(changes)
-    settings = EmailSettings.model_validate(values)
+    return EmailSettings.model_validate(values)
+
+
+def backend_for(kind: str, routes: Routes, **changes: Any) -> Gmail | OutlookEmail:
+    """The ``kind`` backend (``gmail`` or ``outlook``) whose requests ``routes`` answers."""
     guard = service_guard(
         resolver=MapResolver(
             {"gmail.googleapis.com": ["203.0.113.10"], "graph.microsoft.com": ["203.0.113.20"]}
@@ -65,8 +74,8 @@ def backend_tools(kind: str, routes: Routes, **changes: Any) -> EmailTools:
         transport=httpx.MockTransport(routes),
     )
     environ = {TOKEN_ENV: TOKEN}
-    backend = (Gmail if kind == "gmail" else OutlookEmail)(settings, environ, guard=guard)
-    return EmailTools(settings, backend)
+    settings = service_settings(kind, **changes)
+    return (Gmail if kind == "gmail" else OutlookEmail)(settings, environ, guard=guard)
 
 
 def b64url(data: bytes) -> str:
