@@ -1,10 +1,10 @@
 """``toolcalls watch ID [--from N]``: a call's progress stream, then its result.
 
 Text: a command's stdout lines on stdout and its stderr lines on stderr, as it printed them;
-counts (bytes, pages) and notes on stderr as ``[bytes 4096/10000]``; items dropped before they
-were read (the stream's retention bound) as one line on stderr saying how many and where the
-stream goes on; at the end the result's summary line on stderr. ``--json``: one JSON object a
-line on stdout, ``{"item": ...}``, ``{"gap": ...}`` and last ``{"result": ...}``.
+counts (bytes, pages, messages) and notes on stderr as ``[bytes 4096/10000]``; items dropped
+before they were read (the stream's retention bound) as one line on stderr saying how many and
+where the stream goes on; at the end the result's summary line on stderr. ``--json``: one JSON
+object a line on stdout, ``{"item": ...}``, ``{"gap": ...}`` and last ``{"result": ...}``.
 
 Exit codes (``exits``): 0 the call completed; 1 it ended otherwise (its reason on stderr), or no
 call has the id; 2 usage or connection errors.

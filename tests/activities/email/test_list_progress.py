@@ -3,7 +3,8 @@
 IMAP: a real Dovecot mailbox of 250 messages, reached through a slow link (every piece the server
 sends arrives late), listed through a real ``ToolCallWorkflow``: a reader following the call sees
 growing ``messages`` counts, one per batch of headers at most, of the page's total, and the result
-is the page the same listing gives without progress. Gmail and Outlook (HTTP transport mocked):
+is the page the same listing gives without progress; ``toolcalls watch`` and an MCP progress
+message show the counts. Gmail and Outlook (HTTP transport mocked):
 the counts each reports page by page, and a backend without ``on_progress`` still lists.
 """
 
@@ -32,10 +33,12 @@ from tests.activities.email.test_gmail import USER, metadata
 from tests.activities.email.test_outlook import ME, graph_message
 from tests.support.harness import make_config, running_worker, start_call
 from tests.support.tools import ALL_TOOL_NAMES
+from tests.worker.support import command
 from toolcalls.activities.email.imap import IMAPEmail
 from toolcalls.activities.email.imap_search import HEADER_BATCH
 from toolcalls.activities.email.settings import EmailSettings
 from toolcalls.activities.email.tools import EmailTools
+from toolcalls.worker.mcp.follow import output_text
 from toolcalls.workflows.models.call import CallStatus, ToolCallResult
 from toolcalls.workflows.models.progress import ProgressItem, ProgressKind
 from toolcalls.workflows.reach.follow import follow
@@ -76,6 +79,7 @@ async def test_a_slow_imap_listing_shows_the_messages_it_has_scanned(
     account: Account,
     ca_file: Path,
     monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     fill(dovecot, account, MAILBOX)
     monkeypatch.setenv(PASSWORD_ENV, account.password)
@@ -114,6 +118,17 @@ async def test_a_slow_imap_listing_shows_the_messages_it_has_scanned(
     assert all(0 < done <= PAGE and done % HEADER_BATCH == 0 for done in counts)
     assert {item.total for item in items} == {PAGE}
     assert [item.offset for item in items] == list(range(len(items)))
+
+    # Every reader shows the counts: watch (from history, the call having ended), MCP.
+    address = client.service_client.config.target_host
+    watched = await command(tmp_path, address, "watch", handle.id)
+    assert watched.code == 0, watched.stderr
+    assert watched.stdout == ""
+    assert watched.stderr.splitlines() == [
+        *(f"[messages {done}/{PAGE}]" for done in counts),
+        f"toolcalls: call {handle.id}: completed",
+    ]
+    assert output_text(items[0]) == f"{counts[0]} of {PAGE} messages"
 
     # The same listing over a fast link ends before the first tick: no signal, same page.
     assert fast.status is CallStatus.COMPLETED
