@@ -10,12 +10,15 @@ the counts each reports page by page, and a backend without ``on_progress`` stil
 
 from __future__ import annotations
 
+import dataclasses
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
+from temporalio.testing import ActivityEnvironment
 
 from tests.activities.email import messages
 from tests.activities.email.custom_backend import MemoryMail
@@ -155,6 +158,26 @@ async def test_imap_reports_each_batch_of_headers_it_fetched(
     )
     assert nothing["items"] == []
     assert reported == []  # no header to fetch, nothing scanned
+
+
+async def test_the_count_reaches_the_heartbeat(
+    dovecot: Dovecot, account: Account, ca_file: Path
+) -> None:
+    fill(dovecot, account, 60)
+    beats: list[dict[str, Any]] = []
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, heartbeat_timeout=timedelta(seconds=0.3))
+    env.on_heartbeat = lambda *details: beats.append(details[0])
+    async with SlowLink(dovecot.port, DELAY) as link:
+        settings = imap_settings(dovecot, account, ca_file, imap_port=link.port)
+        mail = tools_for(settings, {PASSWORD_ENV: account.password})
+        listed = await call(mail, "list_email_messages", {"max_results": 60}, env=env)
+    assert len(listed.items) == 60
+    counts = [beat["messages"] for beat in beats if "messages" in beat]
+    assert beats[0] == {"tool": "list_email_messages"}  # nothing scanned yet
+    assert counts
+    assert counts == sorted(counts)
+    assert set(counts) <= {25, 50, 60}
 
 
 async def test_gmail_counts_each_message_whose_headers_arrived() -> None:
