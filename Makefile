@@ -24,9 +24,9 @@ run: $(STAMP)
 
 # The suite on PYTEST_WORKERS pytest-xdist processes, each with its own dev server, Dovecot and
 # Radicale (docs/testing.md); PYTEST_WORKERS=0 runs it in this process.
-PYTEST_WORKERS ?= 3
+PYTEST_WORKERS ?= 5
 test: $(STAMP) test-servers test-browser
-	$(BIN)/pytest $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup)
+	$(BIN)/pytest $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist worksteal) --durations=25
 
 # Servers and programs the tests run for real, from Debian's packages when missing: Dovecot (IMAP)
 # and bubblewrap (the process tools' sandbox). The tests start Dovecot with a configuration of
