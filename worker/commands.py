@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import difflib
 import os
 import shlex
 import sys
-import time
-from collections.abc import Awaitable
-from typing import Any, TextIO
+from typing import Any
 
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import WorkflowFailureError
@@ -40,16 +37,15 @@ from toolcalls.worker.payloads.codec import PayloadKeyError
 from toolcalls.worker.payloads.converter import data_converter
 from toolcalls.worker.payloads.settings import Store
 from toolcalls.worker.payloads.storage import PayloadStoreError, prune
+from toolcalls.worker.progress_line import watched
 from toolcalls.worker.render import (
     dumps,
-    elapsed,
     grants_table,
     pending_json,
     pending_table,
     reconciliation_text,
     result_reason,
     result_text,
-    shorten,
     tools_text,
     view_json,
     view_text,
@@ -59,7 +55,6 @@ from toolcalls.worker.watch import watch
 from toolcalls.workflows.models.approval import ApprovalRecord
 from toolcalls.workflows.models.call import (
     CallStatus,
-    Phase,
     ToolCallRequest,
     ToolCallResult,
 )
@@ -72,7 +67,6 @@ from toolcalls.workflows.reach.client import (
     MAX_PAGE_SIZE,
     CallConflict,
     CallNotFound,
-    CallView,
     Delivery,
     NoPendingRequest,
     NotReconcilable,
@@ -83,13 +77,6 @@ from toolcalls.workflows.reach.client import (
     Started,
     ToolCallClient,
 )
-
-PROGRESS_INTERVAL = 0.5
-"""Seconds between redraws of the progress line."""
-STATUS_INTERVAL = 1.0
-"""Seconds between the progress line's status checks."""
-DEFAULT_COLUMNS = 79
-"""The progress line's width on a terminal that does not say how wide it is."""
 
 
 async def connect_tools(config: Config, args: argparse.Namespace) -> ToolCallClient:
@@ -301,7 +288,7 @@ async def _call(calls: ToolCallClient, args: argparse.Namespace, request: ToolCa
         return _finished(args, handle.id, ended)
     try:
         if sys.stderr.isatty() and started.running:
-            result = await _watched(calls, handle.id, request.tool, handle.result())
+            result = await watched(calls, handle.id, request.tool, handle.result())
         else:
             result = await handle.result()
     except asyncio.CancelledError:
@@ -332,75 +319,6 @@ def _finished(args: argparse.Namespace, workflow_id: str, result: ToolCallResult
     if result.status is not CallStatus.COMPLETED:
         raise CommandError(EXIT_FAILED, f"call {workflow_id}: {result_reason(result)}")
     return EXIT_OK
-
-
-async def _watched(
-    calls: ToolCallClient, workflow_id: str, tool: str, waiting: Awaitable[ToolCallResult]
-) -> ToolCallResult:
-    """Await ``waiting`` (the call's result) while a progress line shows its phase."""
-    started = time.monotonic()
-    phase = "starting"
-
-    async def watch() -> None:
-        nonlocal phase
-        while True:
-            # The line is cosmetic: whatever it meets, it keeps its last phase and the wait goes on.
-            with contextlib.suppress(Exception):
-                phase = _phase_text(await calls.status(workflow_id))
-            await asyncio.sleep(STATUS_INTERVAL)
-
-    result = asyncio.ensure_future(waiting)
-    watcher = asyncio.ensure_future(watch())
-    line = _ProgressLine(sys.stderr)
-    try:
-        while not result.done():
-            line.show(f"{elapsed(time.monotonic() - started)} {workflow_id} {tool}: {phase}")
-            await asyncio.wait({result}, timeout=PROGRESS_INTERVAL)
-    finally:
-        watcher.cancel()
-        result.cancel()
-        line.clear()
-    outcome: ToolCallResult = result.result()
-    return outcome
-
-
-def _phase_text(view: CallView) -> str:
-    state = view.state
-    if state.result is not None:
-        return state.result.status.value
-    text = state.phase.value.replace("_", " ")
-    if state.phase is Phase.AWAITING_APPROVAL:
-        text += f" (toolcalls approve|deny|respond {state.workflow_id})"
-    elif state.phase is Phase.AWAITING_ANSWER:
-        text += f" (toolcalls answer {state.workflow_id} TEXT)"
-    if view.running and not view.live:
-        text += "; no worker is serving it"
-    return text
-
-
-class _ProgressLine:
-    """One line on a terminal, redrawn in place and erased at the end."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.shown = False
-
-    def show(self, text: str) -> None:
-        try:
-            columns = os.get_terminal_size(self.stream.fileno()).columns
-        except (OSError, ValueError):
-            columns = 0
-        # A line that wraps cannot be redrawn with a carriage return. A terminal that does not
-        # know its size says 0 columns.
-        width = columns - 1 if columns > 20 else DEFAULT_COLUMNS
-        self.stream.write("\r" + shorten(text, width) + "\x1b[K")
-        self.stream.flush()
-        self.shown = True
-
-    def clear(self) -> None:
-        if self.shown:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
 
 
 _DONE = {"approve": "approved", "deny": "denied", "respond": "responded to", "answer": "answered"}
