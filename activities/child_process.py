@@ -32,6 +32,11 @@ async def collect(process: asyncio.subprocess.Process, limit: int) -> tuple[byte
         while chunk := await stdout.read(READ_CHUNK):
             data += chunk
             if len(data) > limit:
+                signal_group(process, signal.SIGKILL)
+                # Read on to the end, discarding: a pipe whose reading paused with data unread
+                # never closes, and Python 3.11's Process.wait() waits for its pipes too.
+                while await stdout.read(READ_CHUNK):
+                    pass
                 return bytes(data), True
         return bytes(data), False
 
@@ -44,8 +49,6 @@ async def collect(process: asyncio.subprocess.Process, limit: int) -> tuple[byte
     errors = asyncio.ensure_future(read_err())
     try:
         out, overflow = await read_out()
-        if overflow:
-            signal_group(process, signal.SIGKILL)
         err = await errors
     finally:
         errors.cancel()
