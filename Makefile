@@ -24,7 +24,7 @@ run: $(STAMP)
 
 # The suite on PYTEST_WORKERS pytest-xdist processes, each with its own dev server, Dovecot and
 # Radicale (docs/testing.md); PYTEST_WORKERS=0 runs it in this process.
-PYTEST_WORKERS ?= 5
+PYTEST_WORKERS ?= 3
 test: $(STAMP) test-servers test-browser
 	$(BIN)/pytest $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist worksteal) --durations=25
 

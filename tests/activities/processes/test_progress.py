@@ -35,6 +35,27 @@ SCRIPT = (
     "if [ $((i % 1000)) -eq 0 ]; then sleep 0.3; fi; done; echo done >&2"
 )
 """About three seconds of output, in bursts of a thousand lines."""
+PACED_SCRIPT = (
+    'echo "token=$API_TOKEN" >&2; i=0; while [ $i -lt 10000 ]; do echo "line $i"; i=$((i+1)); '
+    'if [ $((i % 1000)) -eq 0 ]; then n=0; while [ ! -e "seen-$i" ] && [ $n -lt 400 ]; do '
+    "sleep 0.05; n=$((n+1)); done; fi; done; echo done >&2"
+)
+"""The same output, each burst of a thousand lines waiting until the reader has seen the one
+before (it leaves ``seen-N`` in the command's folder): a live reader that keeps up must see every
+line however busy the machine is, while a reader slower than the retention bound is another test.
+"""
+
+
+async def follow_acknowledging(client: Client, workflow_id: str, folder: Path) -> list[FollowEvent]:
+    """Every event of the call from offset 0, leaving ``seen-N`` after line ``N - 1``."""
+    events: list[FollowEvent] = []
+    async for event in follow(client, workflow_id, 0):
+        events.append(event)
+        if isinstance(event, ProgressItem) and event.text.startswith("line "):
+            seen = int(event.text.removeprefix("line ")) + 1
+            if seen % 1000 == 0:
+                (folder / f"seen-{seen}").touch()
+    return events
 
 
 def config(task_queue: str, tmp_path: Path, root: Path, **sections: Any) -> Config:
@@ -66,8 +87,8 @@ async def test_a_followed_command_shows_every_line_in_order_then_its_result(
     client: Client, task_queue: str, tmp_path: Path, root: Path
 ) -> None:
     async with running_worker(client, config(task_queue, tmp_path, root)):
-        handle = await start_call(client, task_queue, "run_shell", {"command": SCRIPT})
-        live = await asyncio.wait_for(collect(follow(client, handle.id, 0)), 90)
+        handle = await start_call(client, task_queue, "run_shell", {"command": PACED_SCRIPT})
+        live = await asyncio.wait_for(follow_acknowledging(client, handle.id, root), 90)
         result = await handle.result()
 
     assert result.status is CallStatus.COMPLETED
