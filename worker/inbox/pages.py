@@ -353,7 +353,9 @@ async def _result(
     inbox: Inbox, call: FinishedCall, limit: asyncio.Semaphore
 ) -> ToolCallResult | None:
     """The call's result, or ``None`` when its history holds something else under the workflow
-    type's name (a workflow of another shape that took the name): it is left out of the page."""
+    type's name (a workflow of another shape that took the name), or a result in an encoding this
+    inbox's converter does not know (a client with a codec of its own started it): it is left out
+    of the page."""
     key = f"{call.workflow_id}\x00{call.run_id}"
     cached = inbox.results.get(key)
     if cached is not None:
@@ -363,6 +365,9 @@ async def _result(
             result = await inbox.calls.result_of(call)
         except ValueError as exc:  # pydantic's ValidationError included
             log.warning("recent: %s: its result is not a call's result: %s", call.workflow_id, exc)
+            return None
+        except KeyError as exc:  # the SDK's converter: "Unknown payload encoding ..."
+            log.warning("recent: %s: its result cannot be decoded here: %s", call.workflow_id, exc)
             return None
     inbox.remember_result(key, result)
     return result

@@ -4,6 +4,7 @@ remember; the identity recorded is the signed-in user's, and the workflow's refu
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import html
 import re
 import uuid
@@ -35,6 +36,7 @@ from tests.worker.inbox.support import (
     listed,
     notice,
 )
+from tests.workflows.test_client import ZlibCodec
 from toolcalls.worker.plugin import sandbox_runner
 from toolcalls.worker.run import build_worker
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
@@ -321,6 +323,17 @@ async def test_recent_leaves_out_a_result_that_is_not_a_calls(
             ImpostorWorkflow.run, id=f"impostor-{uuid.uuid4().hex[:8]}", task_queue=queue
         )
     assert impostor == {"error_type": "not a call"}
+    # And one whose result is in an encoding the inbox's converter does not know (its client
+    # compressed it with a codec of its own).
+    compressing = Client(
+        client.service_client,
+        namespace=client.namespace,
+        data_converter=dataclasses.replace(client.data_converter, payload_codec=ZlibCodec()),
+    )
+    async with Worker(compressing, task_queue=queue, workflows=[ImpostorWorkflow]):
+        await compressing.execute_workflow(
+            ImpostorWorkflow.run, id=f"compressed-{uuid.uuid4().hex[:8]}", task_queue=queue
+        )
     handle = await start_call(
         client, deployment.task_queue, "calculator", {"expression": "2 + 3"}, policy=NEEDS_APPROVAL
     )
