@@ -13,9 +13,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
-from temporalio.api.enums.v1 import TaskQueueType
-from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import (
     Client,
     WorkflowExecutionDescription,
@@ -64,9 +61,8 @@ from toolcalls.workflows.reach.delivery import (
     update_reason,
 )
 from toolcalls.workflows.reach.keyless import KeysCheck
+from toolcalls.workflows.reach.serving import ServingProbe
 
-POLLER_FRESHNESS = timedelta(minutes=1)
-"""A workflow poller seen this recently may be a worker serving the call's queue."""
 PROBE_TIMEOUT = timedelta(seconds=5)
 """How long a worker gets to take a decision's update (or to answer the ``status`` query) before
 the call counts as unserved and the decision goes as the signal.
@@ -111,35 +107,20 @@ class ClientBase:
         """Inline calls: ids that name a call a parent workflow runs itself."""
         self.keys_check = KeysCheck()
         """Whether this client, when it has no keys, may start calls (``keyless``)."""
+        self._serving = ServingProbe()
 
     def handle(self, workflow_id: str) -> Handle:
         return self.client.get_workflow_handle_for(ToolCallWorkflow.run, workflow_id)
 
     async def worker_serving(self, task_queue: str) -> bool:
-        """Whether a worker polled ``task_queue`` for workflow tasks in the last minute.
+        """Whether a worker polled ``task_queue`` for workflow tasks in the last minute
+        (``toolcalls.workflows.reach.serving``).
 
         ``False`` too when the server does not answer within ``probe_timeout`` (a server busy
         with thousands of calls can take longer): callers then take the way that needs no worker
         (a decision goes as a signal), instead of failing.
         """
-        try:
-            response = await self.client.workflow_service.describe_task_queue(
-                DescribeTaskQueueRequest(
-                    namespace=self.client.namespace,
-                    task_queue=TaskQueue(name=task_queue),
-                    task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-                ),
-                timeout=self.probe_timeout,
-            )
-        except RPCError as exc:
-            if exc.status in NO_ANSWER:
-                return False
-            raise
-        now = datetime.now(UTC)
-        return any(
-            now - poller.last_access_time.ToDatetime(UTC) < POLLER_FRESHNESS
-            for poller in response.pollers
-        )
+        return await self._serving.serving(self.client, task_queue, self.probe_timeout)
 
     async def _live_state(
         self, handle: Handle, description: WorkflowExecutionDescription
@@ -165,9 +146,18 @@ class ClientBase:
 
     async def decide(self, workflow_id: str, decision: ApprovalDecision) -> Outcome:
         """Send a decision: the update when a worker serves the call, else the signal."""
+        return await self._decide(workflow_id, decision, None)
+
+    async def _decide(
+        self,
+        workflow_id: str,
+        decision: ApprovalDecision,
+        described: tuple[Handle, WorkflowExecutionDescription] | None,
+    ) -> Outcome:
+        """``decide``, with the call's description when the caller has just read it."""
         await check_payload(self.client.data_converter, "the decision", decision)
         try:
-            handle, description = await self.described(workflow_id)
+            handle, description = described or await self.described(workflow_id)
         except Inline as inline:
             return await self.inline.decide(inline.ref, decision)
         if description.status is not WorkflowExecutionStatus.RUNNING:
@@ -259,7 +249,7 @@ class ClientBase:
         """Approve the call's pending request, found in its memo; with ``arguments``, approve
         the call with those arguments instead (it is planned and previewed again); with
         ``remember``, also grant the approval to later calls."""
-        pending = await self.pending_approval(workflow_id)
+        pending, described = await self._approval(workflow_id)
         decision = ApprovalDecision(
             request_id=pending.request_id,
             digest=pending.digest,
@@ -269,13 +259,13 @@ class ClientBase:
             arguments=arguments,
             remember=remember,
         )
-        return await self.decide(workflow_id, decision)
+        return await self._decide(workflow_id, decision, described)
 
     async def deny(
         self, workflow_id: str, *, approver: str = "", reason: str | None = None
     ) -> Outcome:
         """Deny the call's pending request, found in its memo."""
-        pending = await self.pending_approval(workflow_id)
+        pending, described = await self._approval(workflow_id)
         decision = ApprovalDecision(
             request_id=pending.request_id,
             digest=pending.digest,
@@ -283,7 +273,7 @@ class ClientBase:
             approver=approver,
             reason=reason,
         )
-        return await self.decide(workflow_id, decision)
+        return await self._decide(workflow_id, decision, described)
 
     async def respond(
         self, workflow_id: str, text: str, *, responder: str = "", reason: str | None = None
@@ -294,7 +284,7 @@ class ClientBase:
         Raises:
             pydantic.ValidationError: ``text`` is blank or too long.
         """
-        pending = await self.pending_approval(workflow_id)
+        pending, described = await self._approval(workflow_id)
         decision = ApprovalDecision(
             request_id=pending.request_id,
             digest=pending.digest,
@@ -303,7 +293,7 @@ class ClientBase:
             reason=reason,
             response=text,
         )
-        return await self.decide(workflow_id, decision)
+        return await self._decide(workflow_id, decision, described)
 
     async def propose_edit(
         self,
@@ -341,18 +331,29 @@ class ClientBase:
     ) -> ApprovalRequest:
         """The call's pending approval request (``request_id``, when given), or
         ``NoPendingRequest``."""
+        return (await self._approval(workflow_id, request_id))[0]
+
+    async def _approval(
+        self, workflow_id: str, request_id: str | None = None
+    ) -> tuple[ApprovalRequest, tuple[Handle, WorkflowExecutionDescription] | None]:
+        """``pending_approval`` and the call's handle and description it was read from (``None``
+        for an inline call)."""
+        described: tuple[Handle, WorkflowExecutionDescription] | None = None
         try:
-            pending = await self._memo(workflow_id, MEMO_PENDING_APPROVAL, ApprovalRequest)
+            described = await self.described(workflow_id)
+            pending = await _memo(described[1], MEMO_PENDING_APPROVAL, ApprovalRequest)
         except Inline as inline:
             pending = await self.inline.pending_approval(inline.ref)
-        return _still_pending(workflow_id, pending, "approval", "request", request_id)
+        found = _still_pending(workflow_id, pending, "approval", "request", request_id)
+        return found, described
 
     async def pending_question(
         self, workflow_id: str, *, request_id: str | None = None
     ) -> UserQuestion:
         """The call's pending question (``request_id``, when given), or ``NoPendingRequest``."""
         try:
-            pending = await self._memo(workflow_id, MEMO_PENDING_QUESTION, UserQuestion)
+            _, description = await self.described(workflow_id)
+            pending = await _memo(description, MEMO_PENDING_QUESTION, UserQuestion)
         except Inline as inline:
             pending = await self.inline.pending_question(inline.ref)
         return _still_pending(workflow_id, pending, "question", "question", request_id)
@@ -379,11 +380,12 @@ class ClientBase:
             handle, description, ToolCallWorkflow.answer, answer, signal, answer
         )
 
-    async def _memo(self, workflow_id: str, key: str, model: type[_M]) -> _M | None:
-        _, description = await self.described(workflow_id)
-        if description.status is not WorkflowExecutionStatus.RUNNING:
-            return None
-        return model_or_none(model, (await description.memo()).get(key))
+
+async def _memo(description: WorkflowExecutionDescription, key: str, model: type[_M]) -> _M | None:
+    """The running call's memo entry ``key`` as ``model``; ``None`` once the call has ended."""
+    if description.status is not WorkflowExecutionStatus.RUNNING:
+        return None
+    return model_or_none(model, (await description.memo()).get(key))
 
 
 _Pending = TypeVar("_Pending", ApprovalRequest, UserQuestion)
