@@ -266,6 +266,7 @@ async def _measure(
     cpu, server_cpu = worker.cpu(), cpu_seconds(server_pid)
     approved = await approve_in_process(address, queue, approve, concurrency, code)
     figures.approve_seconds = approved["seconds"]
+    figures.approve_client_cpu = approved["client_cpu"]
     figures.deliveries.update(approved["deliveries"])
     target = done_before + len(approve)
     await until(

@@ -4,8 +4,8 @@
 
 Reads the calls' workflow ids from standard input, one a line; once every id has been approved
 (``--await``: and its call has ended ``completed``), prints one JSON line: when the approvals
-began (``time.time()``), the seconds they took, the deliveries by kind and (``--await``) the
-wall-clock time at which each call ended.
+began (``time.time()``), the seconds they took, this process's CPU seconds meanwhile, the
+deliveries by kind and (``--await``) the wall-clock time at which each call ended.
 
 A process of its own so that each side of a baseline comparison decides as its own code does:
 run with ``PYTHONPATH`` set to the baseline's tree, it imports that tree's ``ToolCallClient``
@@ -63,10 +63,16 @@ async def approve_all(address: str, queue: str, concurrency: int, wait: bool) ->
                 raise RuntimeError(f"{workflow_id} ended {result.status}: {result.error}")
             ended.append(time.time())
 
-    began, wall = time.perf_counter(), time.time()
+    began, wall, cpu = time.perf_counter(), time.time(), time.process_time()
     await bounded(concurrency, ids, decide)
-    seconds = time.perf_counter() - began
-    return {"began": wall, "seconds": seconds, "deliveries": deliveries, "ended": ended}
+    seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
+    return {
+        "began": wall,
+        "seconds": seconds,
+        "client_cpu": cpu,
+        "deliveries": deliveries,
+        "ended": ended,
+    }
 
 
 def main() -> None:
