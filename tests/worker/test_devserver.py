@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import os
 import signal
 import socket
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from temporalio.client import Client, WorkflowExecutionStatus
 
 from tests.worker.support import Spawn, free_port, hermetic_env, write_config
 from toolcalls.worker.devserver import DevServer, DevServerError
@@ -64,6 +67,28 @@ async def test_pid_names_the_running_server_process_and_none_once_stopped(tmp_pa
     assert str(server.port).encode() in command
     assert (before, after) == (None, None)
     assert not _cmdline(pid)  # stopped and reaped
+
+
+async def test_the_file_keeps_a_write_ahead_log_and_a_killed_server_loses_no_commit(
+    tmp_path: Path,
+) -> None:
+    db_file, port = tmp_path / "temporal.db", _free_port()
+    server = DevServer(db_file, port=port, ui_port=None)
+    async with server:
+        client = await Client.connect(server.address)
+        await client.start_workflow("NobodyRunsThis", id="kept", task_queue="nobody-polls-this")
+        with contextlib.closing(sqlite3.connect(db_file)) as db:
+            assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        pid = server.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)  # no shutdown, no checkpoint: the commit is in the log
+        while _cmdline(pid) and b"start-dev" in _cmdline(pid):
+            await asyncio.sleep(0.05)
+    assert await asyncio.to_thread(Path(f"{db_file}-wal").exists)
+    async with DevServer(db_file, port=port, ui_port=None) as again:
+        client = await Client.connect(again.address)
+        description = await client.get_workflow_handle("kept").describe()
+    assert description.status is WorkflowExecutionStatus.RUNNING
 
 
 @pytest.mark.parametrize(
