@@ -191,12 +191,17 @@ class Done:
 
 
 async def toolcalls(
-    tmp_path: Path, *args: str, timeout: float = 60, env: Mapping[str, str] | None = None
+    tmp_path: Path,
+    *args: str,
+    timeout: float = 60,
+    env: Mapping[str, str] | None = None,
+    on_line: Callable[[str], None] | None = None,
 ) -> Done:
     """Run ``toolcalls ARGS`` to completion without blocking the event loop.
 
     An in-process worker runs on the test's event loop, so a blocking ``subprocess.run`` would
-    starve it while the command waits for the worker.
+    starve it while the command waits for the worker. ``on_line`` is called with each line of
+    standard output as the command prints it.
     """
     process = await asyncio.create_subprocess_exec(
         TOOLCALLS,
@@ -209,7 +214,10 @@ async def toolcalls(
         start_new_session=True,
     )
     try:
-        out, err = await asyncio.wait_for(process.communicate(), timeout)
+        if on_line is None:
+            out, err = await asyncio.wait_for(process.communicate(), timeout)
+        else:
+            out, err = await asyncio.wait_for(_read_lines(process, on_line), timeout)
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
@@ -217,6 +225,19 @@ async def toolcalls(
         raise AssertionError(f"toolcalls {' '.join(args)} still running after {timeout}s") from None
     assert process.returncode is not None
     return Done(process.returncode, out.decode(), err.decode())
+
+
+async def _read_lines(
+    process: asyncio.subprocess.Process, on_line: Callable[[str], None]
+) -> tuple[bytes, bytes]:
+    assert process.stdout is not None and process.stderr is not None
+    stderr = asyncio.ensure_future(process.stderr.read())
+    out = bytearray()
+    async for line in process.stdout:
+        out += line
+        on_line(line.decode().rstrip("\n"))
+    await process.wait()
+    return bytes(out), await stderr
 
 
 def one_line(stderr: str) -> str:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from tests.activities.processes.test_progress import LINES, SCRIPT, config
+from tests.activities.processes.test_progress import LINES, PACED_SCRIPT, config
 from tests.support.harness import decision, pending_approval, running_worker, start_call
-from tests.worker.support import command
+from tests.worker.support import command, toolcalls
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.call import CapabilityPolicy, Effect
 from toolcalls.workflows.models.progress import MAX_RETAINED_ITEMS
@@ -31,10 +31,21 @@ async def test_watch_prints_the_output_live_then_again_from_an_offset(
     async with running_worker(client, config(task_queue, tmp_path, root)):
         # The command waits for an approval, so that the watch is there before it prints.
         handle = await start_call(
-            client, task_queue, "run_shell", {"command": SCRIPT}, policy=NEEDS_APPROVAL
+            client, task_queue, "run_shell", {"command": PACED_SCRIPT}, policy=NEEDS_APPROVAL
         )
         pending = await pending_approval(handle)
-        watching = asyncio.create_task(command(tmp_path, address, "watch", handle.id, timeout=120))
+
+        def acknowledge(line: str) -> None:
+            # Each burst of 1,000 lines waits for the watch to have printed the one before, so
+            # however busy the machine, a reader that keeps up is what this test watches.
+            if line.startswith("line ") and (int(line.removeprefix("line ")) + 1) % 1000 == 0:
+                (root / f"seen-{int(line.removeprefix('line ')) + 1}").touch()
+
+        watching = asyncio.create_task(
+            toolcalls(
+                tmp_path, "watch", handle.id, "--address", address, timeout=120, on_line=acknowledge
+            )
+        )
         await asyncio.sleep(3)
         await handle.execute_update(ToolCallWorkflow.decide, decision(pending))
         live = await watching
