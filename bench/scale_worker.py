@@ -91,7 +91,8 @@ async def serve(address: str, task_queue: str, cache: int, state_dir: Path) -> N
         {
             "task_queue": task_queue,
             "state_dir": str(state_dir),
-            "worker": {"max_cached_workflows": cache},
+            # The fast path, as the figures in docs/performance.md were measured.
+            "worker": {"max_cached_workflows": cache, "fast_path": True},
         },
         "bench",
     )

@@ -179,11 +179,7 @@ class ToolCallsPlugin(SimplePlugin):
             PLUGIN_NAME, data_converter=self.payloads.converter, interceptors=interceptors
         )
         self.families = tuple(families)
-        self.fast_path = (
-            fast_path
-            if fast_path is not None
-            else bool(self.config.worker.fast_path)  # None in the file: off for a plugin
-        )
+        self.fast_path = fast_path if fast_path is not None else self.config.worker.fast_path
         """Whether workers get the speed-ups that use SDK internals (``worker.fast_path``), on
         tested SDK versions only."""
         self._executors: set[concurrent.futures.Executor] = set()

@@ -49,12 +49,10 @@ def build_worker(
 ) -> Worker:
     """A worker for ``config`` through ``ToolCallsPlugin``: the workflow and ``plan`` if it serves
     workflows, plus its tools; ``instances`` are prebuilt tool objects (tests)."""
-    # The binary runs only our workflows: it takes the fast path unless the file says otherwise.
-    fast_path = config.worker.fast_path is not False
     # Without a cache, one workflow task at a time: the SDK cannot run several calls' plans then
     # (toolcalls.worker.plugin.UNCACHED_WORKFLOW_TASKS).
     uncached = config.worker.max_cached_workflows == 0
-    plugin = ToolCallsPlugin(config, families=families, instances=instances, fast_path=fast_path)
+    plugin = ToolCallsPlugin(config, families=families, instances=instances)
     try:
         served = plugin.served(config.queue)
         if not served.workflows and not served.plan and not served.tools:

@@ -76,10 +76,10 @@ class WorkerSection(_Section):
     """Run our workflows in the sandbox re-importing their code for every workflow run (slower;
     see performance); false shares the ``toolcalls.workflows`` package between runs (and, on the
     fast path, runs our workflows outside the sandbox). The user's own workflows stay sandboxed."""
-    fast_path: bool | None = None
-    """Use the speed-ups that reach into SDK internals (our workflows outside the sandbox and on
-    the worker's event loop), on tested ``temporalio`` versions only; unset, the ``toolcalls
-    worker`` binary uses them and ``ToolCallsPlugin`` in a user's worker does not."""
+    fast_path: bool = False
+    """Opt into the speed-ups that reach into SDK internals (our workflows outside the sandbox and
+    on the worker's event loop), on tested ``temporalio`` versions only: for the ``toolcalls
+    worker`` binary and ``ToolCallsPlugin`` alike."""
 
 
 class CeilingSection(_Section):

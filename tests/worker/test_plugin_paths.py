@@ -185,9 +185,9 @@ def test_the_installed_sdk_is_one_the_fast_path_was_tested_on() -> None:
 
 
 @pytest.mark.parametrize(
-    ("setting", "fast"), [({}, True), ({"fast_path": True}, True), ({"fast_path": False}, False)]
+    ("setting", "fast"), [({}, False), ({"fast_path": True}, True), ({"fast_path": False}, False)]
 )
-async def test_the_binary_takes_the_fast_path_unless_the_file_says_otherwise(
+async def test_the_binary_takes_the_fast_path_only_when_the_file_asks(
     client: Client, task_queue: str, setting: dict[str, Any], fast: bool
 ) -> None:
     config = parse_config({"task_queue": task_queue, "worker": setting})
