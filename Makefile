@@ -6,6 +6,10 @@ STAMP := $(VENV)/.installed-stamp
 # The commit before the scale work: bench-scale measures the worker's CPU against it.
 SCALE_BASELINE := 4410f6b
 CONFIG ?= examples/toolcalls.toml
+# Python caches compiled modules (__pycache__, ignored by git) even where the environment says
+# not to: every `toolcalls` command, worker and helper process a test starts would otherwise
+# compile the package's modules again (about 0.35 s of CPU each).
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: run test test-servers test-browser lint typecheck docs check dist record-histories bench bench-overhead bench-inline bench-search bench-documents bench-scale bench-sandbox clean
 

@@ -230,7 +230,8 @@ async def toolcalls(
 async def _read_lines(
     process: asyncio.subprocess.Process, on_line: Callable[[str], None]
 ) -> tuple[bytes, bytes]:
-    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout is not None
+    assert process.stderr is not None
     stderr = asyncio.ensure_future(process.stderr.read())
     out = bytearray()
     async for line in process.stdout:
