@@ -38,8 +38,10 @@ async def test_watch_prints_the_output_live_then_again_from_an_offset(
         def acknowledge(line: str) -> None:
             # Each burst of 1,000 lines waits for the watch to have printed the one before, so
             # however busy the machine, a reader that keeps up is what this test watches.
-            if line.startswith("line ") and (int(line.removeprefix("line ")) + 1) % 1000 == 0:
-                (root / f"seen-{int(line.removeprefix('line ')) + 1}").touch()
+            if line.startswith("line "):
+                seen = int(line.removeprefix("line ")) + 1
+                if seen % 1000 == 0:
+                    (root / f"seen-{seen}").touch()
 
         watching = asyncio.create_task(
             toolcalls(
