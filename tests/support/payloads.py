@@ -5,12 +5,17 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Iterator
+import zlib
+from collections.abc import Iterator, Sequence
 from typing import Any
+
+from temporalio.api.common.v1 import Payload
+from temporalio.converter import PayloadCodec
 
 from toolcalls.worker.payloads.keys import new_key_line
 
 ENCRYPTED = base64.b64encode(b"binary/encrypted").decode()
+ZLIB = b"binary/zlib"
 
 
 def key_bytes(key_id: str) -> bytes:
@@ -51,3 +56,19 @@ def metadata(payload: dict[str, Any], key: str) -> str:
 def decoded_data(payload: dict[str, Any]) -> bytes:
     data = payload.get("data", "")
     return base64.b64decode(data) if isinstance(data, str) else json.dumps(data).encode()
+
+
+class ZlibCodec(PayloadCodec):
+    """A real codec (compression), standing in for the encryption codec a deployment might use."""
+
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [
+            Payload(metadata={"encoding": ZLIB}, data=zlib.compress(p.SerializeToString()))
+            for p in payloads
+        ]
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [
+            Payload.FromString(zlib.decompress(p.data)) if p.metadata.get("encoding") == ZLIB else p
+            for p in payloads
+        ]

@@ -9,15 +9,12 @@ import asyncio
 import base64
 import dataclasses
 import uuid
-import zlib
-from collections.abc import Sequence
 from datetime import timedelta
 
 import pytest
-from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 from temporalio.contrib.pydantic import PydanticPayloadConverter, pydantic_data_converter
-from temporalio.converter import DataConverter, DefaultPayloadConverter, PayloadCodec
+from temporalio.converter import DataConverter, DefaultPayloadConverter
 from temporalio.service import RPCError, RPCStatusCode
 
 from tests.support.client import (
@@ -36,6 +33,7 @@ from tests.support.harness import (
     running_worker,
     start_call,
 )
+from tests.support.payloads import ZLIB, ZlibCodec
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
 from toolcalls.workflows.models.call import (
     SEARCH_STATUS,
@@ -59,24 +57,7 @@ from toolcalls.workflows.reach.client import (
 from toolcalls.workflows.reach.keyless import KeylessCodec
 from toolcalls.workflows.reach.pending import PAGE_TOKEN_TAG
 
-ZLIB = b"binary/zlib"
 PROBE = timedelta(seconds=2)
-
-
-class ZlibCodec(PayloadCodec):
-    """A real codec (compression), standing in for the encryption codec a deployment might use."""
-
-    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
-        return [
-            Payload(metadata={"encoding": ZLIB}, data=zlib.compress(p.SerializeToString()))
-            for p in payloads
-        ]
-
-    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
-        return [
-            Payload.FromString(zlib.decompress(p.data)) if p.metadata.get("encoding") == ZLIB else p
-            for p in payloads
-        ]
 
 
 def calc(expression: str = "6 * 7") -> ToolCallRequest:

@@ -26,6 +26,7 @@ from tests.support.harness import (
 )
 from tests.support.inline import app_worker, listed as inline_listed, start_parent
 from tests.support.parents import AgentParent, ParentInput
+from tests.support.payloads import ZlibCodec
 from tests.worker.inbox.conftest import Deployment, Visit
 from tests.worker.inbox.support import (
     buttons,
@@ -36,7 +37,6 @@ from tests.worker.inbox.support import (
     listed,
     notice,
 )
-from tests.workflows.test_client import ZlibCodec
 from toolcalls.worker.plugin import sandbox_runner
 from toolcalls.worker.run import build_worker
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
