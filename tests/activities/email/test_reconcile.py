@@ -23,7 +23,13 @@ from tests.activities.email.crash import LOST_AFTER, email_section, host_config
 from tests.activities.email.dovecot import Account, Dovecot
 from tests.activities.email.smtpd import Sink, smtp_server
 from tests.activities.email.support import PASSWORD_ENV
-from tests.support.harness import make_config, run_call, running_worker, start_call
+from tests.support.harness import (
+    heartbeat_recorded,
+    make_config,
+    run_call,
+    running_worker,
+    start_call,
+)
 from tests.support.tools import ALL_TOOL_NAMES
 from tests.worker.support import Spawned, command, hermetic_env, one_line
 from toolcalls.activities.email.compose import message_id_for
@@ -119,6 +125,9 @@ async def test_a_send_lost_with_its_worker_is_found_in_sent_and_the_answer_recor
                     {"to": ["bob@example.org"], "subject": "Once", "body": "Only once."},
                 )
                 await asyncio.to_thread(sink.data_started.wait, 30)
+                # The tool heartbeats the message's id before it sends; the SDK delivers it on
+                # its own schedule, which a busy machine can put after the kill.
+                await heartbeat_recorded(handle)
                 os.kill(host.pid, signal.SIGKILL)  # the server holds the message, unanswered
                 host.kill()
                 result = await asyncio.wait_for(handle.result(), 30)

@@ -17,7 +17,7 @@ from temporalio.client import Client
 from tests.activities.email.crash import LOST_AFTER, email_section, host_config
 from tests.activities.email.smtpd import PASSWORD, Sink, smtp_server
 from tests.activities.email.support import PASSWORD_ENV
-from tests.support.harness import make_config, running_worker, start_call
+from tests.support.harness import heartbeat_recorded, make_config, running_worker, start_call
 from tests.support.tools import ALL_TOOL_NAMES
 from tests.worker.support import Spawned, hermetic_env
 from toolcalls.activities.email.compose import message_id_for
@@ -67,6 +67,9 @@ async def test_a_worker_killed_during_the_send_leaves_one_message_and_an_uncerta
                     {"to": ["bob@example.org"], "subject": "Once", "body": "Only once."},
                 )
                 await asyncio.to_thread(sink.data_started.wait, 30)
+                # The tool heartbeats the message's id before it sends; the SDK delivers it on
+                # its own schedule, which a busy machine can put after the kill.
+                await heartbeat_recorded(handle)
                 os.kill(host.pid, signal.SIGKILL)  # the server holds the message, unanswered
                 host.kill()
                 result = await asyncio.wait_for(handle.result(), 30)
