@@ -1,4 +1,4 @@
-"""Where a production worker runs our own workflows' activations: on its event loop's thread.
+"""Where a worker on the fast path runs our own workflows' activations: its event loop's thread.
 
 The SDK hands every activation to a thread pool (``workflow_task_executor``) and waits for it
 there with a deadlock timeout of 2 s. Each activation thus costs two thread hand-offs: the pool's
@@ -16,7 +16,10 @@ loop instead of failing its task after 2 s. Our workflow code does no I/O and ne
 determinism is checked by the isolated test workers and the replay suite, which keep threads.
 
 It recognises the SDK's private ``_RunningWorkflow`` by its ``instance`` attribute: when that
-moves, every activation goes to the pool as before, and ``tests/worker/test_plugin.py`` fails.
+moves, every activation goes to the pool as before, and ``tests/worker/test_plugin.py`` fails. It
+puts the worker's loop back as the running one after an activation through asyncio's private
+``_set_running_loop``, which has no public equivalent. Imported only by
+``toolcalls.worker.fast_path`` when the fast path applies.
 """
 
 from __future__ import annotations
@@ -43,8 +46,11 @@ class OwnOnTheLoop(concurrent.futures.ThreadPoolExecutor):
         self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
     ) -> concurrent.futures.Future[Any]:
         instance = getattr(getattr(fn, "__self__", None), "instance", None)
-        loop = asyncio.events._get_running_loop()
-        if instance is None or loop is None or not self.runner.unsandboxed(instance):
+        if instance is None or not self.runner.unsandboxed(instance):
+            return super().submit(fn, *args, **kwargs)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # submitted from outside the worker's loop: a thread, as usual
             return super().submit(fn, *args, **kwargs)
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         # A callback of its own, outside the task that asked (an activation steps its own tasks),
@@ -57,8 +63,9 @@ class OwnOnTheLoop(concurrent.futures.ThreadPoolExecutor):
 def _run(future: concurrent.futures.Future[Any], call: Callable[[], Any]) -> None:
     if not future.set_running_or_notify_cancel():
         return
-    # The activation makes its workflow's loop the running one and clears it when done.
-    loop = asyncio.events._get_running_loop()
+    # The activation makes its workflow's loop the running one and clears it when done; the
+    # worker's loop is put back after it (asyncio has no public setter for that).
+    loop = asyncio.get_running_loop()
     try:
         result = call()
     except BaseException as exc:  # as a pool thread does: the waiter gets it
