@@ -232,13 +232,18 @@ async def _read_lines(
 ) -> tuple[bytes, bytes]:
     assert process.stdout is not None
     assert process.stderr is not None
-    stderr = asyncio.ensure_future(process.stderr.read())
-    out = bytearray()
-    async for line in process.stdout:
-        out += line
-        on_line(line.decode().rstrip("\n"))
+    stdout = process.stdout
+
+    async def lines() -> bytes:
+        out = bytearray()
+        async for line in stdout:
+            out += line
+            on_line(line.decode().rstrip("\n"))
+        return bytes(out)
+
+    out, err = await asyncio.gather(lines(), process.stderr.read())
     await process.wait()
-    return bytes(out), await stderr
+    return out, err
 
 
 def one_line(stderr: str) -> str:

@@ -8,12 +8,13 @@ history, from an offset, or reports the items the retention bound dropped.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from pathlib import Path
 
 from temporalio.client import Client
 
-from tests.activities.processes.test_progress import LINES, PACED_SCRIPT, config
+from tests.activities.processes.test_progress import LINES, PACED_SCRIPT, acknowledge, config
 from tests.support.harness import decision, pending_approval, running_worker, start_call
 from tests.worker.support import command, toolcalls
 from toolcalls.workflows.call.tool_call import ToolCallWorkflow
@@ -34,18 +35,14 @@ async def test_watch_prints_the_output_live_then_again_from_an_offset(
             client, task_queue, "run_shell", {"command": PACED_SCRIPT}, policy=NEEDS_APPROVAL
         )
         pending = await pending_approval(handle)
-
-        def acknowledge(line: str) -> None:
-            # Each burst of 1,000 lines waits for the watch to have printed the one before, so
-            # however busy the machine, a reader that keeps up is what this test watches.
-            if line.startswith("line "):
-                seen = int(line.removeprefix("line ")) + 1
-                if seen % 1000 == 0:
-                    (root / f"seen-{seen}").touch()
-
+        # Each burst of 1,000 lines waits for the watch to have printed the one before, so
+        # however busy the machine, a reader that keeps up is what this test watches.
         watching = asyncio.create_task(
             toolcalls(
-                tmp_path, "watch", handle.id, "--address", address, timeout=120, on_line=acknowledge
+                tmp_path,
+                *("watch", handle.id, "--address", address),
+                timeout=120,
+                on_line=functools.partial(acknowledge, root),
             )
         )
         await asyncio.sleep(3)

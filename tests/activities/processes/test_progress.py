@@ -46,15 +46,22 @@ line however busy the machine is, while a reader slower than the retention bound
 """
 
 
+def acknowledge(folder: Path, line: str) -> None:
+    """Leave ``seen-N`` in ``folder`` (``PACED_SCRIPT``'s) once ``line`` is ``line N - 1``, the
+    last of a burst."""
+    if line.startswith("line "):
+        seen = int(line.removeprefix("line ")) + 1
+        if seen % 1000 == 0:
+            (folder / f"seen-{seen}").touch()
+
+
 async def follow_acknowledging(client: Client, workflow_id: str, folder: Path) -> list[FollowEvent]:
-    """Every event of the call from offset 0, leaving ``seen-N`` after line ``N - 1``."""
+    """Every event of the call from offset 0, acknowledging each burst of lines."""
     events: list[FollowEvent] = []
     async for event in follow(client, workflow_id, 0):
         events.append(event)
-        if isinstance(event, ProgressItem) and event.text.startswith("line "):
-            seen = int(event.text.removeprefix("line ")) + 1
-            if seen % 1000 == 0:
-                (folder / f"seen-{seen}").touch()
+        if isinstance(event, ProgressItem):
+            acknowledge(folder, event.text)
     return events
 
 
