@@ -3,11 +3,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
 import textwrap
 from pathlib import Path
+from typing import Any
 
-from tests.activities.email.smtpd import USERNAME
+from temporalio.client import WorkflowHandle
+
+from tests.activities.email.smtpd import USERNAME, Sink
 from tests.activities.email.support import PASSWORD_ENV
+from tests.support.harness import heartbeat_recorded
+from tests.worker.support import Spawned
 
 LOST_AFTER = {"start_to_close_seconds": 60, "heartbeat_seconds": 2}
 """A lost worker shows within two seconds of its last heartbeat."""
@@ -65,3 +73,17 @@ def host_config(tmp_path: Path, task_queue: str, host_queue: str, email: dict[st
         encoding="utf-8",
     )
     return path
+
+
+async def lose_host_during_send(
+    host: Spawned, sink: Sink, handle: WorkflowHandle[Any, Any]
+) -> None:
+    """SIGKILL the host worker while the SMTP server holds the message, unanswered.
+
+    The tool heartbeats the message's id before it sends; the SDK delivers heartbeats on its own
+    schedule, which a busy machine can put after the kill, so the kill waits for the server to
+    hold it."""
+    await asyncio.to_thread(sink.data_started.wait, 30)
+    await heartbeat_recorded(handle)
+    os.kill(host.pid, signal.SIGKILL)
+    host.kill()

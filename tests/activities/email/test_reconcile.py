@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import sys
 import threading
 from dataclasses import dataclass
@@ -19,12 +17,16 @@ import pytest
 import trustme
 from temporalio.client import Client
 
-from tests.activities.email.crash import LOST_AFTER, email_section, host_config
+from tests.activities.email.crash import (
+    LOST_AFTER,
+    email_section,
+    host_config,
+    lose_host_during_send,
+)
 from tests.activities.email.dovecot import Account, Dovecot
 from tests.activities.email.smtpd import Sink, smtp_server
 from tests.activities.email.support import PASSWORD_ENV
 from tests.support.harness import (
-    heartbeat_recorded,
     make_config,
     run_call,
     running_worker,
@@ -124,12 +126,7 @@ async def test_a_send_lost_with_its_worker_is_found_in_sent_and_the_answer_recor
                     "send_email",
                     {"to": ["bob@example.org"], "subject": "Once", "body": "Only once."},
                 )
-                await asyncio.to_thread(sink.data_started.wait, 30)
-                # The tool heartbeats the message's id before it sends; the SDK delivers it on
-                # its own schedule, which a busy machine can put after the kill.
-                await heartbeat_recorded(handle)
-                os.kill(host.pid, signal.SIGKILL)  # the server holds the message, unanswered
-                host.kill()
+                await lose_host_during_send(host, sink, handle)
                 result = await asyncio.wait_for(handle.result(), 30)
                 assert result.status is CallStatus.UNCERTAIN
 

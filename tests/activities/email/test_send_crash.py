@@ -4,8 +4,6 @@ names its Message-ID, and the message is never sent a second time."""
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import sys
 import threading
 from pathlib import Path
@@ -14,10 +12,15 @@ import pytest
 import trustme
 from temporalio.client import Client
 
-from tests.activities.email.crash import LOST_AFTER, email_section, host_config
+from tests.activities.email.crash import (
+    LOST_AFTER,
+    email_section,
+    host_config,
+    lose_host_during_send,
+)
 from tests.activities.email.smtpd import PASSWORD, Sink, smtp_server
 from tests.activities.email.support import PASSWORD_ENV
-from tests.support.harness import heartbeat_recorded, make_config, running_worker, start_call
+from tests.support.harness import make_config, running_worker, start_call
 from tests.support.tools import ALL_TOOL_NAMES
 from tests.worker.support import Spawned, hermetic_env
 from toolcalls.activities.email.compose import message_id_for
@@ -66,12 +69,7 @@ async def test_a_worker_killed_during_the_send_leaves_one_message_and_an_uncerta
                     "send_email",
                     {"to": ["bob@example.org"], "subject": "Once", "body": "Only once."},
                 )
-                await asyncio.to_thread(sink.data_started.wait, 30)
-                # The tool heartbeats the message's id before it sends; the SDK delivers it on
-                # its own schedule, which a busy machine can put after the kill.
-                await heartbeat_recorded(handle)
-                os.kill(host.pid, signal.SIGKILL)  # the server holds the message, unanswered
-                host.kill()
+                await lose_host_during_send(host, sink, handle)
                 result = await asyncio.wait_for(handle.result(), 30)
                 sink.hold.set()  # type: ignore[union-attr]
 
