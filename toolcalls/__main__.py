@@ -1,5 +1,5 @@
 """``python -m toolcalls ...`` is the ``toolcalls`` command."""
 
-from toolcalls.worker.cli import main
+from toolcalls.command import main
 
 main()

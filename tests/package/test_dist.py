@@ -96,7 +96,7 @@ def test_the_metadata_says_what_a_user_expects(dists: Dists) -> None:
     assert "Typing :: Typed" in classifiers
     assert "Programming Language :: Python :: 3.11" in classifiers
     entry_points = files[f"{DIST_INFO}/entry_points.txt"].decode()
-    assert "toolcalls = toolcalls.worker.cli:main" in entry_points
+    assert "toolcalls = toolcalls.command:main" in entry_points
 
 
 def test_the_installed_wheel_imports_and_runs_from_its_environment(

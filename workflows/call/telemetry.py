@@ -28,12 +28,6 @@ from temporalio.common import MetricMeter
 from toolcalls.workflows.models.approval import ApprovalRecord
 from toolcalls.workflows.models.call import CallPlan, ErrorCode, PlanOutcome, ToolCallResult
 
-try:
-    from temporalio.contrib.opentelemetry import TracingWorkflowInboundInterceptor
-    from temporalio.contrib.opentelemetry.workflow import completed_span
-except ImportError:  # the otel extra is not installed: no spans
-    TracingWorkflowInboundInterceptor = None  # type: ignore[assignment,misc]
-    completed_span = None  # type: ignore[assignment]
 
 CALLS = "toolcalls_calls"
 """Counter: calls that ended, by ``tool`` and ``status``."""
@@ -265,8 +259,10 @@ def _span(
     # Only under the SDK's tracing interceptor: without it ``completed_span`` would fall back to
     # the global tracer, replays included. ``_from_context`` is how ``completed_span`` itself
     # finds the interceptor; the tracing tests fail if it moves.
-    if completed_span is None or TracingWorkflowInboundInterceptor._from_context() is None:
+    tracing = _tracing()
+    if tracing is None or tracing[0]._from_context() is None:
         return
+    completed_span = tracing[1]
     # The call id is for finding a trace from a model's tool-call id; spans may carry it, metric
     # labels never do.
     attributes: dict[str, Any] = {"toolcalls.tool": tool, "toolcalls.call_id": call_id}
@@ -274,3 +270,24 @@ def _span(
         attributes["toolcalls.capabilities"] = list(capabilities)
     attributes.update({f"toolcalls.{key}": value for key, value in extra.items()})
     completed_span(name, attributes=attributes)
+
+
+_TRACING: tuple[Any, ...] | None = None
+"""What ``_tracing`` found: unset until the first span, empty without the otel extra."""
+
+
+def _tracing() -> tuple[Any, ...] | None:
+    """The SDK's ``TracingWorkflowInboundInterceptor`` and ``completed_span``, imported at the
+    first span rather than with this module: OpenTelemetry takes a tenth of a second of CPU to
+    import, which a process that runs no call (each ``toolcalls`` command but the servers) would
+    pay for nothing. ``None`` without the otel extra."""
+    global _TRACING
+    if _TRACING is None:
+        try:
+            from temporalio.contrib.opentelemetry import TracingWorkflowInboundInterceptor
+            from temporalio.contrib.opentelemetry.workflow import completed_span
+        except ImportError:  # the otel extra is not installed: no spans
+            _TRACING = ()
+        else:
+            _TRACING = (TracingWorkflowInboundInterceptor, completed_span)
+    return _TRACING or None
