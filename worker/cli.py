@@ -3,7 +3,8 @@
 Exit codes: 0 success, 1 the call or action did not succeed, 2 usage, configuration or connection
 errors (with a one-line reason on stderr). Every path leaves through ``exits.leave``. The
 arguments are in ``cli_parser`` (texts in ``cli_help``), the serving commands in ``cli_worker``,
-the call commands in ``commands``, ``replay`` in ``replay``.
+the call commands in ``commands``, ``replay`` in ``replay``. Each command's module is imported
+when it runs: a short command does not load the worker, the inbox or the MCP server.
 """
 
 from __future__ import annotations
@@ -17,15 +18,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from toolcalls.worker import arguments, cli_worker, commands, policy_cases, replay
+from toolcalls.worker import arguments
 from toolcalls.worker.cli_parser import parse
 from toolcalls.worker.config import ConfigError, load_config
-from toolcalls.worker.connections import cli as connections_cli
 from toolcalls.worker.devserver import DevServerError
-from toolcalls.worker.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, leave, silence
-from toolcalls.worker.inbox import serve as inbox
-from toolcalls.worker.payloads import server as codec_server
-from toolcalls.worker.run import StartupError
+from toolcalls.worker.exits import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CommandError,
+    StartupError,
+    leave,
+    silence,
+)
 from toolcalls.worker.telemetry import tracing
 from toolcalls.worker.telemetry.logs import configure_logging
 from toolcalls.worker.telemetry.settings import LogFormat
@@ -65,9 +70,13 @@ def _reader_gone() -> NoReturn:
 
 def _dispatch(args: argparse.Namespace) -> int:
     if getattr(args, "inbox_command", None) == "hash-password":
+        from toolcalls.worker.inbox import serve as inbox
+
         return inbox.hash_password_command(sys.stdin)
     config = load_config(args.config)
     if args.command == "replay":
+        from toolcalls.worker import replay
+
         return asyncio.run(replay.run(args, config))
     serving = args.command in SERVING_COMMANDS
     log_format = getattr(args, "log_format", None) or config.log_format
@@ -76,22 +85,31 @@ def _dispatch(args: argparse.Namespace) -> int:
     )
     if args.command not in UNTRACED_COMMANDS:
         tracing.install_tracer_provider(os.environ)
-    if args.command == "worker":
-        return asyncio.run(cli_worker.worker(config, args))
-    if args.command == "dev":
-        return asyncio.run(cli_worker.dev(config, args))
+    if args.command in ("worker", "dev", "mcp"):
+        from toolcalls.worker import cli_worker
+
+        serve = {"worker": cli_worker.worker, "dev": cli_worker.dev, "mcp": cli_worker.mcp}
+        return asyncio.run(serve[args.command](config, args))
     if args.command == "codec-server":
+        from toolcalls.worker.payloads import server as codec_server
+
         return asyncio.run(codec_server.run(config, args, os.environ))
-    if args.command == "mcp":
-        return asyncio.run(cli_worker.mcp(config, args))
     if args.command == "inbox":
+        from toolcalls.worker.inbox import serve as inbox
+
         return asyncio.run(inbox.run(config, args, os.environ))
-    if args.command == "tools":
-        return commands.list_tools(config, args)
     if args.command == "policy":
+        from toolcalls.worker import policy_cases
+
         return policy_cases.run_cases(config, Path(args.cases))
     if args.command == "connections":
+        from toolcalls.worker.connections import cli as connections_cli
+
         return connections_cli.run(config, args, os.environ)
+    from toolcalls.worker import commands
+
+    if args.command == "tools":
+        return commands.list_tools(config, args)
     if args.command == "prune-payloads":
         return commands.prune_payloads(config, args)
     return asyncio.run(commands.run(config, args))

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 from toolcalls.worker.config import Config, ConfigError, policy_sets
 from toolcalls.worker.connect import Target, connect, resolve_target
 from toolcalls.worker.devserver import DevServer
-from toolcalls.worker.exits import EXIT_OK
+from toolcalls.worker.exits import EXIT_OK, StartupError
 from toolcalls.worker.inbox import serve as inbox
 from toolcalls.worker.mcp import MCP_EXTRA
 from toolcalls.worker.payloads.converter import data_converter
-from toolcalls.worker.run import StartupError, serve, stop_on_signals
+from toolcalls.worker.run import serve, stop_on_signals
 from toolcalls.worker.telemetry.endpoint import Health, MetricsEndpoint, metrics_runtime
 from toolcalls.worker.telemetry.runtime import worker_runtime
 from toolcalls.worker.telemetry.settings import split_address

@@ -20,6 +20,10 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 
+class StartupError(RuntimeError):
+    """The worker cannot start; the message says why and what to do."""
+
+
 class CommandError(Exception):
     """A command did not succeed: ``code`` is the exit status, the message one line for stderr."""
 

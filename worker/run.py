@@ -22,6 +22,7 @@ from temporalio.worker import Worker
 from toolcalls.activities.families import BUILTIN_FAMILIES
 from toolcalls.activities.family import AnyFamily, FamilyError
 from toolcalls.worker.config import Config, build_catalog
+from toolcalls.worker.exits import StartupError
 from toolcalls.worker.plugin import UNCACHED_WORKFLOW_TASKS, ToolCallsPlugin
 from toolcalls.worker.telemetry.counters import counters_at_zero
 from toolcalls.worker.telemetry.endpoint import Health
@@ -34,10 +35,6 @@ HEARTBEAT_THROTTLE = timedelta(seconds=0.5)
 timeout): a cancellation reaches a tool only in the answer to a heartbeat, so a command that beats
 every ``toolcalls.activities.heartbeat.PROMPT_INTERVAL`` learns of it within a second. Tools that
 beat less often send no more than before."""
-
-
-class StartupError(RuntimeError):
-    """The worker cannot start; the message says why and what to do."""
 
 
 def build_worker(

@@ -31,11 +31,6 @@ APPROVAL = "approval"
 APPROVERS = "approvers"
 MAX_ERROR_CHARS = 300
 
-try:
-    import cedarpy
-except ImportError:  # the cedar extra is not installed
-    cedarpy = None  # type: ignore[assignment]
-
 
 @dataclass(frozen=True)
 class Subject:
@@ -53,10 +48,14 @@ class Subject:
 
 
 def _cedar() -> Any:
-    if cedarpy is None:
+    """``cedarpy``, imported when a set is first loaded: a deployment without ``[[policies]]``
+    (and every command that only reads the configuration) does not pay for its import."""
+    try:
+        import cedarpy
+    except ImportError:  # the cedar extra is not installed
         raise PolicyError(
             "[[policies]] needs the cedar extra: pip install 'toolcalls[cedar]' (cedarpy)"
-        )
+        ) from None
     return cedarpy
 
 

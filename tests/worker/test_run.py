@@ -23,7 +23,8 @@ from temporalio.testing import WorkflowEnvironment
 from tests.worker.support import free_port
 from toolcalls.worker.config import Config, parse_config
 from toolcalls.worker.devserver import temporal_binary
-from toolcalls.worker.run import StartupError, build_worker, ensure_search_attributes, serve
+from toolcalls.worker.exits import StartupError
+from toolcalls.worker.run import build_worker, ensure_search_attributes, serve
 from toolcalls.workflows.call.definitions import DefinitionsWorkflow
 from toolcalls.workflows.call.grants import GrantWorkflow
 from toolcalls.workflows.call.ledger import QuotaLedgerWorkflow
