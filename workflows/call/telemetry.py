@@ -28,7 +28,6 @@ from temporalio.common import MetricMeter
 from toolcalls.workflows.models.approval import ApprovalRecord
 from toolcalls.workflows.models.call import CallPlan, ErrorCode, PlanOutcome, ToolCallResult
 
-
 CALLS = "toolcalls_calls"
 """Counter: calls that ended, by ``tool`` and ``status``."""
 CALL_ERRORS = "toolcalls_call_errors"
