@@ -65,10 +65,12 @@ async def settled(
     port: int, name: str, expected: float, timeout: float = 30, **labels: str
 ) -> Samples:
     """Scrape until ``name`` reaches ``expected`` for ``labels`` (metrics are exported a moment
-    after they are recorded); the last scrape."""
+    after they are recorded); the last scrape. Not reached within ``timeout``, the test fails."""
     deadline = time.monotonic() + timeout
     while True:
         samples = await scrape(port)
-        if total(samples, name, **labels) >= expected or time.monotonic() > deadline:
+        reached = total(samples, name, **labels)
+        if reached >= expected:
             return samples
+        assert time.monotonic() < deadline, f"{name} {labels}: {reached} after {timeout} s"
         await asyncio.sleep(0.2)

@@ -187,7 +187,9 @@ async def test_the_counters_and_histograms_move_as_the_calls_end(
     assert many.error is not None
     assert many.error.code == "output_too_large"
 
-    samples = await settled(port, "toolcalls_tool_duration_seconds_count", 8)
+    # Each call counts as it ends; the tools' durations (five runs) as the activities end.
+    await settled(port, "toolcalls_calls_total", 10)
+    samples = await settled(port, "toolcalls_tool_duration_seconds_count", 5)
     calls = "toolcalls_calls_total"
     assert total(samples, calls, tool="calculator", status="completed") == 2
     assert total(samples, calls, tool="calculator", status="failed") == 1
