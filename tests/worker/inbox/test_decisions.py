@@ -477,7 +477,10 @@ async def test_without_a_worker_the_inbox_lists_shows_and_queues(
             policy=NEEDS_APPROVAL,
         )
         await pending_approval(handle)
-    # No worker serves the call now: visibility, memo and history still show it.
+    # No worker serves the call now: visibility, memo and history still show it. The stopped
+    # worker's pollers look fresh to the server for a minute, so each page asks the call and
+    # waits the client's probe timeout for the answer that cannot come: one second here.
+    calls.probe_timeout = timedelta(seconds=1)
     await listed(calls, handle.id)
     alice = visit()
     await alice.login("alice")
