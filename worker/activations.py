@@ -18,8 +18,9 @@ determinism is checked by the isolated test workers and the replay suite, which 
 It recognises the SDK's private ``_RunningWorkflow`` by its ``instance`` attribute: when that
 moves, every activation goes to the pool as before, and ``tests/worker/test_plugin.py`` fails. It
 puts the worker's loop back as the running one after an activation through asyncio's private
-``_set_running_loop``, which has no public equivalent. Imported only by
-``toolcalls.worker.fast_path`` when the fast path applies.
+``_set_running_loop``, which has no public equivalent: on a Python without it (``LOOP_SETTER`` is
+``None``) the fast path keeps the SDK's pool (``toolcalls.worker.fast_path.fast_executor``).
+Imported only by ``toolcalls.worker.fast_path`` when the fast path applies.
 """
 
 from __future__ import annotations
@@ -32,6 +33,11 @@ from collections.abc import Callable
 from typing import Any
 
 from toolcalls.worker.sandbox import OwnUnsandboxed
+
+LOOP_SETTER: Callable[[asyncio.AbstractEventLoop | None], None] | None = getattr(
+    asyncio.events, "_set_running_loop", None
+)
+"""asyncio's private setter of the thread's running loop (CPython 3.7 and later)."""
 
 
 class OwnOnTheLoop(concurrent.futures.ThreadPoolExecutor):
@@ -73,4 +79,5 @@ def _run(future: concurrent.futures.Future[Any], call: Callable[[], Any]) -> Non
     else:
         future.set_result(result)
     finally:
-        asyncio.events._set_running_loop(loop)
+        assert LOOP_SETTER is not None  # fast_executor installs no OwnOnTheLoop without it
+        LOOP_SETTER(loop)

@@ -139,6 +139,11 @@ def fast_executor(
 
     if not isinstance(runner, OwnUnsandboxed):
         return None
-    from toolcalls.worker.activations import OwnOnTheLoop
+    from toolcalls.worker.activations import LOOP_SETTER, OwnOnTheLoop
 
+    if LOOP_SETTER is None:
+        if "loop" not in _told:
+            _told.add("loop")
+            log.warning("asyncio has no _set_running_loop: activations stay in the SDK's pool")
+        return None
     return OwnOnTheLoop(runner, max_workers)

@@ -39,7 +39,6 @@ from temporalio.worker import (
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 if TYPE_CHECKING:
-    from temporalio.worker._command_aware_visitor import CommandInfo
     from temporalio.worker.workflow_sandbox._runner import _Instance
 else:
     try:
@@ -63,18 +62,14 @@ class ContextRunner(SandboxedWorkflowRunner):
 class DirectContexts(_Instance or object):  # type: ignore[misc]
     """A sandboxed instance that looks payload contexts up on the object inside its sandbox."""
 
-    def get_serialization_context(
-        self, command_info: CommandInfo | None
-    ) -> SerializationContext | None:
+    def get_serialization_context(self, command_info: Any) -> SerializationContext | None:
         inside: Any = self.globals_and_locals.get(IN_SANDBOX)
         if inside is None:
             return super().get_serialization_context(command_info)  # type: ignore[no-any-return]
         context: SerializationContext | None = inside.get_serialization_context(command_info)
         return context
 
-    def get_external_store_context(
-        self, command_info: CommandInfo | None
-    ) -> StorageDriverStoreContext:
+    def get_external_store_context(self, command_info: Any) -> StorageDriverStoreContext:
         inside: Any = self.globals_and_locals.get(IN_SANDBOX)
         if inside is None:
             return super().get_external_store_context(command_info)  # type: ignore[no-any-return]

@@ -24,7 +24,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from tests.support.clock_app import ReadsTheClock
 from tests.support.user_app import UserApp, shout
-from toolcalls.worker import fast_path
+from toolcalls.worker import activations, fast_path
 from toolcalls.worker.activations import OwnOnTheLoop
 from toolcalls.worker.config import parse_config
 from toolcalls.worker.plugin import ToolCallsPlugin
@@ -176,6 +176,27 @@ async def test_the_fast_path_on_an_untested_sdk_runs_the_stock_path_and_says_so_
         "temporalio 1.99.0 is not a version the fast path was tested on "
         f"({', '.join(fast_path.TESTED_TEMPORALIO)}): this worker runs the SDK's stock path"
     ]
+
+
+async def test_without_asyncios_loop_setter_ours_leave_the_sandbox_but_run_in_the_pool(
+    env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The executor puts the worker's loop back through asyncio's private setter; a Python
+    # without it keeps the SDK's pool, says so once, and still runs the calls.
+    monkeypatch.setattr(activations, "LOOP_SETTER", None)
+    monkeypatch.setattr(fast_path, "_told", set())
+    caplog.set_level(logging.WARNING, logger="toolcalls.worker")
+    plugin = ToolCallsPlugin(parse_config({"worker": {"fast_path": True}}))
+    client = await connect(env)
+    for _ in range(2):
+        worker, witness = await _run_user_app(client, plugin)
+        assert witness.seen == {"UserApp": True, WORKFLOW_NAME: False}
+        assert witness.on_loop == {"UserApp": False, WORKFLOW_NAME: False}
+        options = worker.config(active_config=True)
+        assert isinstance(options.get("workflow_runner"), OwnUnsandboxed)
+        assert options.get("workflow_task_executor") is None
+    told = [r.getMessage() for r in caplog.records if "_set_running_loop" in r.getMessage()]
+    assert told == ["asyncio has no _set_running_loop: activations stay in the SDK's pool"]
 
 
 def test_the_installed_sdk_is_one_the_fast_path_was_tested_on() -> None:
