@@ -9,9 +9,10 @@ between releases. Each name is imported on first use, so a sandboxed workflow th
 
 from __future__ import annotations
 
-import importlib
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
+
+from toolcalls._lazy import lazy_names
 
 if TYPE_CHECKING:
     __version__: str
@@ -83,26 +84,17 @@ _WHERE = {
 """The module each public name lives in."""
 
 
+_named, __dir__ = lazy_names(__name__, _WHERE)
+
+
 def __getattr__(name: str) -> Any:
-    if name == "__version__":
-        # Read on first use too: a sandboxed workflow imports this module for every run, and the
-        # distribution's metadata is found by scanning the path.
-        value: Any = _version()
-    else:
-        module = _WHERE.get(name)
-        if module is None:
-            raise AttributeError(f"module 'toolcalls' has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
+    if name != "__version__":
+        return _named(name)
+    # Read on first use too: a sandboxed workflow imports this module for every run, and the
+    # distribution's metadata is found by scanning the path.
+    try:
+        value = version("toolcalls")
+    except PackageNotFoundError:  # a source tree that was never installed
+        value = "0+unknown"
     globals()[name] = value
     return value
-
-
-def _version() -> str:
-    try:
-        return version("toolcalls")
-    except PackageNotFoundError:  # a source tree that was never installed
-        return "0+unknown"
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)

@@ -14,7 +14,7 @@ def lazy_names(
     package: str, where: Mapping[str, str]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``__getattr__`` and ``__dir__`` for ``package``, whose names live in the modules ``where``
-    gives; a name found once is kept in the package."""
+    gives; a name found once is kept in the package. ``__dir__`` lists its ``__all__``."""
 
     def __getattr__(name: str) -> Any:
         module = where.get(name)
@@ -25,6 +25,6 @@ def lazy_names(
         return value
 
     def __dir__() -> list[str]:
-        return sorted(where)
+        return sorted(getattr(sys.modules[package], "__all__", where))
 
     return __getattr__, __dir__

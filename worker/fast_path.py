@@ -75,15 +75,21 @@ def fast_path_applies(wanted: bool, sdk: str | None = None) -> bool:
     sdk = sdk_version() if sdk is None else sdk
     if sdk in TESTED_TEMPORALIO:
         return True
-    if sdk not in _told:
-        _told.add(sdk)
-        log.warning(
-            "temporalio %s is not a version the fast path was tested on (%s): "
-            "this worker runs the SDK's stock path",
-            sdk,
-            ", ".join(TESTED_TEMPORALIO),
-        )
+    _warn_once(
+        sdk,
+        "temporalio %s is not a version the fast path was tested on (%s): "
+        "this worker runs the SDK's stock path",
+        sdk,
+        ", ".join(TESTED_TEMPORALIO),
+    )
     return False
+
+
+def _warn_once(key: str, message: str, *args: object) -> None:
+    """Log ``message`` once per process for ``key``."""
+    if key not in _told:
+        _told.add(key)
+        log.warning(message, *args)
 
 
 def with_passthrough(runner: SandboxedWorkflowRunner, *, isolate: bool) -> SandboxedWorkflowRunner:
@@ -142,8 +148,6 @@ def fast_executor(
     from toolcalls.worker.activations import LOOP_SETTER, OwnOnTheLoop
 
     if LOOP_SETTER is None:
-        if "loop" not in _told:
-            _told.add("loop")
-            log.warning("asyncio has no _set_running_loop: activations stay in the SDK's pool")
+        _warn_once("loop", "asyncio has no _set_running_loop: activations stay in the SDK's pool")
         return None
     return OwnOnTheLoop(runner, max_workers)

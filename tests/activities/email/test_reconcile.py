@@ -26,12 +26,7 @@ from tests.activities.email.crash import (
 from tests.activities.email.dovecot import Account, Dovecot
 from tests.activities.email.smtpd import Sink, smtp_server
 from tests.activities.email.support import PASSWORD_ENV
-from tests.support.harness import (
-    make_config,
-    run_call,
-    running_worker,
-    start_call,
-)
+from tests.support.harness import make_config, run_call, running_worker, start_call
 from tests.support.tools import ALL_TOOL_NAMES
 from tests.worker.support import Spawned, command, hermetic_env, one_line
 from toolcalls.activities.email.compose import message_id_for
